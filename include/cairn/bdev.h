@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layer 1: block devices. A bdev is a readable byte range. Devices stack like
+ * SQLite VFS shims: delay(stats(file)) and so on. Every read of an image goes
+ * through cairn_bdev_read(), which is where delay, counters and faults apply.
+ *
+ * Ownership: a wrapper owns the device below it. cairn_bdev_close() on the top
+ * closes the whole stack. A constructor that fails leaves `below` owned by the
+ * caller (nothing was taken).
+ */
+#ifndef CAIRN_BDEV_H
+#define CAIRN_BDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cairn_bdev;
+
+struct cairn_bdev_ops {
+	const char *name;
+	/* Read up to len bytes at off into buf. Returns bytes read (short only at the
+	 * end of the device, or when a fault device injects a short read), or a
+	 * negative errno. Must be safe to call from several threads at once. */
+	ssize_t (*read)(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
+	/* Free the device and the one below it. */
+	void (*close)(struct cairn_bdev *dev);
+};
+
+/* Base of every device; implementations embed it first. */
+struct cairn_bdev {
+	const struct cairn_bdev_ops *ops;
+	struct cairn_bdev *below; /* owned; NULL for a leaf */
+	uint64_t size;            /* bytes */
+};
+
+/* The single entry point for reads. Rejects reads past size with a short count. */
+ssize_t cairn_bdev_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
+/* Read exactly len bytes or fail: a short read becomes -EIO. */
+int cairn_bdev_read_full(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
+void cairn_bdev_close(struct cairn_bdev *dev);
+static inline uint64_t cairn_bdev_size(const struct cairn_bdev *dev) { return dev->size; }
+
+/* file: pread on a file descriptor. */
+#define CAIRN_BDEV_FILE_DIRECT 1u /* O_DIRECT; reads are bounced through aligned buffers */
+int cairn_bdev_file_open(const char *path, unsigned flags, struct cairn_bdev **out);
+/* Wraps an open fd; the bdev owns it and closes it. */
+int cairn_bdev_file_from_fd(int fd, unsigned flags, struct cairn_bdev **out);
+
+/* mem: a byte buffer. With copy the buffer is copied and owned; otherwise the caller
+ * keeps it alive and owns it. */
+int cairn_bdev_mem_new(const void *buf, size_t len, int copy, struct cairn_bdev **out);
+
+/* delay: fixed latency per request, optional bandwidth cap, `channels` requests
+ * served in parallel (others queue). Sleeps to absolute deadlines (CLOCK_MONOTONIC). */
+struct cairn_delay_config {
+	uint64_t latency_ns;        /* per request; 0 = none */
+	uint64_t bandwidth_bps;     /* bytes per second; 0 = unlimited */
+	unsigned channels;          /* parallel requests; 0 = 1 */
+};
+int cairn_bdev_delay_new(struct cairn_bdev *below, const struct cairn_delay_config *cfg,
+			 struct cairn_bdev **out);
+
+/* stats: counts requests and bytes with a histogram of request sizes. */
+#define CAIRN_STATS_BUCKETS 24 /* bucket i: sizes in [2^(i+9), 2^(i+10)), bucket 0 below 1 KiB */
+struct cairn_bdev_counters {
+	uint64_t requests;
+	uint64_t bytes;
+	uint64_t errors;
+	uint64_t hist[CAIRN_STATS_BUCKETS];
+};
+int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out);
+/* dev must be a stats device (returns -EINVAL otherwise). */
+int cairn_bdev_stats_get(struct cairn_bdev *dev, struct cairn_bdev_counters *out);
+void cairn_bdev_stats_reset(struct cairn_bdev *dev);
+
+/* fault: fail chosen requests, counted from 1 in arrival order. */
+enum cairn_fault_kind { CAIRN_FAULT_EIO, CAIRN_FAULT_SHORT };
+struct cairn_fault_config {
+	uint64_t fail_nth;          /* fail request N (0 = off) */
+	uint64_t fail_every;        /* fail every Kth request (0 = off) */
+	uint32_t random_permille;   /* fail at random with this rate (0 = off) */
+	uint64_t seed;              /* for random */
+	enum cairn_fault_kind kind;
+	int persistent;             /* once failed, the same (offset) keeps failing */
+};
+int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_config *cfg,
+			 struct cairn_bdev **out);
+/* Change or clear (cfg NULL) the fault plan; clears persistent failures. */
+int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config *cfg);
+
+/* qcow2: a read-only view of the virtual disk in a qcow2 file. Takes `below` (the
+ * qcow2 file). Backing files are opened by path relative to base_dir. */
+struct cairn_qcow2_config {
+	size_t l2_cache_bytes;      /* 0 = default (1 MiB); SIZE_MAX never evicts */
+	int l2_cache_disabled;      /* read the L2 entry from the file on every lookup */
+	unsigned max_backing_depth; /* 0 = default (16) */
+};
+int cairn_bdev_is_qcow2(struct cairn_bdev *dev); /* 1, 0, or negative errno */
+int cairn_bdev_qcow2_new(struct cairn_bdev *below, const char *base_dir,
+			 const struct cairn_qcow2_config *cfg, struct cairn_bdev **out);
+
+/* offset: bytes [off, off+len) of below, e.g. a partition (len 0 = to the end). */
+int cairn_bdev_offset_new(struct cairn_bdev *below, uint64_t off, uint64_t len,
+			  struct cairn_bdev **out);
+
+#endif

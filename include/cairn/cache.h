@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layer 2: segment cache over a bdev. The device is cut into fixed-size segments.
+ * A read maps to segments; misses next to each other become one device request
+ * (up to max_io). A sequential detector per stream starts asynchronous readahead
+ * on worker threads with a growing window. Every segment is fetched at most once
+ * at a time (single-flight), however many readers wait for it. Memory stays within
+ * budget_bytes plus a small constant; evicted segments are freed to the OS.
+ * A failed fetch is never cached: the next read tries the device again.
+ *
+ * Ownership: the cache owns `dev` from a successful cairn_cache_new() on, and
+ * closes it in cairn_cache_free(). On failure the caller keeps `dev`.
+ */
+#ifndef CAIRN_CACHE_H
+#define CAIRN_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cairn_bdev;
+struct cairn_cache;
+
+struct cairn_cache_config {
+	size_t segment_size;    /* bytes, power of two >= 512; 0 = default (see docs) */
+	size_t budget_bytes;    /* 0 = default (64 MiB); CAIRN_CACHE_OFF = no caching:
+				   each read goes to the device as it is asked (the MFS mode) */
+	size_t max_io;          /* largest device request; 0 = default (1 MiB) */
+	size_t readahead_max;   /* largest readahead window; 0 = default (4 MiB) */
+	unsigned threads;       /* readahead workers; 0 = default (2) */
+};
+#define CAIRN_CACHE_OFF ((size_t)-1)
+
+/* A read can say which file extent it belongs to, so readahead stops at the
+ * file's end and small files are fetched whole. lo == hi == 0 means "unknown". */
+struct cairn_cache_hint {
+	uint64_t lo, hi;        /* device byte range of the file's data */
+};
+
+struct cairn_cache_stats {
+	uint64_t hits, misses;          /* segment lookups */
+	uint64_t requests, bytes;       /* device requests issued by the cache */
+	uint64_t readahead_bytes;       /* fetched by readahead */
+	uint64_t readahead_used;        /* readahead segments later hit */
+	uint64_t readahead_wasted;      /* readahead segments evicted unused */
+	uint64_t evictions;
+	uint64_t resident_bytes;        /* now */
+	uint64_t errors;                /* failed device requests */
+};
+
+int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,
+		    struct cairn_cache **out);
+void cairn_cache_free(struct cairn_cache *c);
+/* Thread-safe. Returns bytes read (short only at the end of the device) or -errno. */
+ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
+			 const struct cairn_cache_hint *hint);
+/* Start reading [off, off+len) in large background requests; returns at once. */
+void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
+/* Wait until queued readahead and prefetch work is done (tests, benchmarks). */
+void cairn_cache_drain(struct cairn_cache *c);
+void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out);
+struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c); /* the device below; not owned */
+size_t cairn_cache_segment_size(const struct cairn_cache *c);
+
+#endif

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* Umbrella header for libcairn. */
+#ifndef CAIRN_CAIRN_H
+#define CAIRN_CAIRN_H
+#include <cairn/error.h>
+#include <cairn/format.h>
+#include <cairn/bdev.h>
+#include <cairn/cache.h>
+#include <cairn/image.h>
+#include <cairn/ramfs.h>
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the Debian packages cairn needs to build, test, benchmark and demo.
+# Run as root it installs what is missing; otherwise it only reports.
+set -eu
+
+PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev \
+libcmocka-dev libfuse3-dev fuse3 attr"
+case "${1:-}" in
+  bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
+qemu-utils python3 default-jdk-headless" ;;
+  test) PKGS="$PKGS qemu-utils" ;;
+esac
+
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing Debian packages:$missing (run as root to install them)" >&2
+  exit 1
+fi
+echo "deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* Option parsing shared by every command that reads an image. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+const char cli_image_opts_help[] =
+	"image access options:\n"
+	"  --cache-size SIZE  segment cache budget (default 64M; 0 disables caching)\n"
+	"  --segment SIZE     cache segment size (default 128K)\n"
+	"  --max-io SIZE      largest device request (default 1M)\n"
+	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
+	"  --offset BYTES     the image starts at this byte of the file\n"
+	"  --direct           read the image file with O_DIRECT\n"
+	"  --stats            print device and cache counters to stderr at exit\n";
+
+void cli_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "cairn %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= 1024.0; end++; break;
+	case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end || v > 9.0e18)
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+int cli_parse_duration_ns(const char *s, uint64_t *out)
+{
+	char *end;
+	double v, scale = 1e3;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return -EINVAL;
+	if (!strcmp(end, "ns"))
+		scale = 1;
+	else if (!strcmp(end, "us") || !*end)
+		scale = 1e3;
+	else if (!strcmp(end, "ms"))
+		scale = 1e6;
+	else if (!strcmp(end, "s"))
+		scale = 1e9;
+	else
+		return -EINVAL;
+	if (v * scale > 3.6e12) /* an hour per request is certainly a typo */
+		return -EINVAL;
+	*out = (uint64_t)(v * scale + 0.5);
+	return 0;
+}
+
+void cli_image_opts_init(struct cli_image_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+static int size_arg(const char *opt, const char *val, uint64_t *out)
+{
+	if (!val || cli_parse_size(val, out)) {
+		fprintf(stderr, "cairn: %s needs a size (e.g. 64M), got '%s'\n", opt,
+			val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
+{
+	const char *opt = argv[*i];
+	const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+	uint64_t v;
+
+	if (!strcmp(opt, "--stats")) {
+		o->print_stats = 1;
+		return 1;
+	}
+	if (!strcmp(opt, "--direct")) {
+		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
+		return 1;
+	}
+	if (!strcmp(opt, "--delay")) {
+		if (!val || cli_parse_duration_ns(val, &v)) {
+			fprintf(stderr, "cairn: --delay needs a time (e.g. 1ms), got '%s'\n",
+				val ? val : "");
+			return -1;
+		}
+		o->open.delay.latency_ns = v;
+	} else if (!strcmp(opt, "--cache-size")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
+	} else if (!strcmp(opt, "--segment")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		if (v < 512 || (v & (v - 1))) {
+			fprintf(stderr, "cairn: --segment must be a power of two >= 512\n");
+			return -1;
+		}
+		o->open.cache.segment_size = (size_t)v;
+	} else if (!strcmp(opt, "--max-io")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		o->open.cache.max_io = (size_t)v;
+	} else if (!strcmp(opt, "--offset")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		o->open.offset = v;
+	} else {
+		return 0;
+	}
+	(*i)++;
+	return 1;
+}
+
+struct cairn_image *cli_open_image(const char *cmd, const char *path,
+				   const struct cli_image_opts *o)
+{
+	struct cairn_image *img = NULL;
+	int rc = cairn_image_open_path(path, &o->open, &img);
+
+	if (rc < 0) {
+		cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
+		return NULL;
+	}
+	return img;
+}
+
+void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
+{
+	struct cairn_bdev_counters dc;
+	struct cairn_cache_stats cs;
+	uint64_t lookups;
+
+	if (!o->print_stats || !img)
+		return;
+	cairn_cache_get_stats(cairn_image_cache(img), &cs);
+	lookups = cs.hits + cs.misses;
+	if (cairn_image_device_counters(img, &dc) == 0)
+		fprintf(stderr, "device: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64
+			" errors\n", dc.requests, dc.bytes, dc.errors);
+	fprintf(stderr, "cache: %" PRIu64 " hits, %" PRIu64 " misses (%.1f%% hit), %" PRIu64
+		" requests, readahead %" PRIu64 " bytes (%" PRIu64 " used, %" PRIu64
+		" wasted segments), %" PRIu64 " resident bytes\n",
+		cs.hits, cs.misses, lookups ? 100.0 * (double)cs.hits / (double)lookups : 0.0,
+		cs.requests, cs.readahead_bytes, cs.readahead_used, cs.readahead_wasted,
+		cs.resident_bytes);
+}

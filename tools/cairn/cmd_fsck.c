@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* Placeholder until the command lands; replaced by its owner. */
+#include "cli.h"
+
+int cmd_fsck(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	cli_err("fsck", "not built yet");
+	return CLI_EXIT_FAIL;
+}
