@@ -19,6 +19,9 @@ int cmd_extract(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* cairn bench subcommands: `read` (bench_read.c), `rw` (bench_rw.c, the RAM fs). */
+int bench_read_main(int argc, char **argv);
+int bench_rw_main(int argc, char **argv);
 
 /* Exit codes shared by all commands. fsck documents its own (see cmd_fsck.c). */
 #define CLI_EXIT_OK      0
