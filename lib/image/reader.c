@@ -694,12 +694,14 @@ ssize_t cairn_image_readlink(struct cairn_image *img, cairn_ino_t ino, char *buf
 static int splice_link(char *buf, size_t cap, const char *target, size_t tlen, const char *rest)
 {
 	size_t rlen = strlen(rest);
+	size_t sep = rlen ? 1 : 0; /* no slash after the target when nothing follows */
 
-	if (tlen + 1 + rlen + 1 > cap)
+	if (tlen + sep + rlen + 1 > cap)
 		return -ENAMETOOLONG;
-	memmove(buf + tlen + 1, rest, rlen + 1);
+	memmove(buf + tlen + sep, rest, rlen + 1);
 	memcpy(buf, target, tlen);
-	buf[tlen] = '/';
+	if (sep)
+		buf[tlen] = '/';
 	return 0;
 }
 
@@ -761,7 +763,8 @@ int cairn_image_resolve(struct cairn_image *img, const char *path, int follow, c
 				rc = (int)tl;
 				break;
 			}
-			rc = splice_link(buf, RESOLVE_BUF_MAX, target, (size_t)tl, rest);
+			/* p keeps a trailing slash, which must still demand a directory. */
+			rc = splice_link(buf, RESOLVE_BUF_MAX, target, (size_t)tl, p);
 			if (rc)
 				break;
 			if (target[0] == '/')
