@@ -1,7 +1,167 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: replaced by the IO stack (issue 3). */
+/*
+ * fault bdev: fails chosen requests, for tests of every error path above it.
+ * Requests are numbered from 1 in arrival order (the counter restarts at every
+ * cairn_bdev_fault_set()). A request fails when it is number fail_nth, a
+ * multiple of fail_every, or when a seeded hash of its number falls under
+ * random_permille (deterministic for a given seed and arrival order).
+ * A failure is -EIO or a short read (half the bytes). With `persistent`, the
+ * byte range of a failed request keeps failing until the plan is changed, like
+ * a bad sector; otherwise the fault is transient and a retry succeeds.
+ * Owns `below` on success.
+ */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cairn/bdev.h>
+
+struct bad_range {
+	uint64_t lo, hi;
+};
+
+struct fault_bdev {
+	struct cairn_bdev base;
+	pthread_mutex_t lock;   /* guards everything below */
+	struct cairn_fault_config cfg;
+	int active;             /* a plan is set */
+	uint64_t count;         /* requests since the plan was set */
+	struct bad_range *bad;  /* persistent failures */
+	size_t nbad, capbad;
+};
+
+static const struct cairn_bdev_ops fault_ops;
+
+/* splitmix64: a good 64-bit mix, so request n's coin does not depend on the others. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static int plan_hits(const struct cairn_fault_config *cfg, uint64_t n)
+{
+	if (cfg->fail_nth && n == cfg->fail_nth)
+		return 1;
+	if (cfg->fail_every && n % cfg->fail_every == 0)
+		return 1;
+	if (cfg->random_permille && mix64(cfg->seed ^ mix64(n)) % 1000 < cfg->random_permille)
+		return 1;
+	return 0;
+}
+
+static int overlaps_bad(const struct fault_bdev *f, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < f->nbad; i++)
+		if (lo < f->bad[i].hi && f->bad[i].lo < hi)
+			return 1;
+	return 0;
+}
+
+static void remember_bad(struct fault_bdev *f, uint64_t lo, uint64_t hi)
+{
+	if (f->nbad == f->capbad) {
+		size_t cap = f->capbad ? f->capbad * 2 : 8;
+		struct bad_range *b = realloc(f->bad, cap * sizeof(*b));
+
+		if (!b)
+			return; /* the failure stays transient; still a failure now */
+		f->bad = b;
+		f->capbad = cap;
+	}
+	f->bad[f->nbad++] = (struct bad_range){ lo, hi };
+}
+
+/* Decide under the lock whether this request fails; returns the kind or -1. */
+static int decide(struct fault_bdev *f, size_t len, uint64_t off)
+{
+	int kind = -1;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->active) {
+		uint64_t n = ++f->count;
+
+		if (plan_hits(&f->cfg, n)) {
+			kind = (int)f->cfg.kind;
+			if (f->cfg.persistent)
+				remember_bad(f, off, off + len);
+		} else if (overlaps_bad(f, off, off + len)) {
+			kind = (int)f->cfg.kind; /* the bad range, not this request, is remembered */
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return kind;
+}
+
+static ssize_t fault_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct fault_bdev *f = (struct fault_bdev *)dev;
+	int kind = decide(f, len, off);
+
+	if (kind < 0)
+		return cairn_bdev_read(dev->below, buf, len, off);
+	if (kind == CAIRN_FAULT_SHORT) {
+		ssize_t n = cairn_bdev_read(dev->below, buf, len / 2, off);
+
+		return n; /* a real error below wins; otherwise at most len/2 */
+	}
+	return -EIO;
+}
+
+static void fault_close(struct cairn_bdev *dev)
+{
+	struct fault_bdev *f = (struct fault_bdev *)dev;
+
+	cairn_bdev_close(dev->below);
+	pthread_mutex_destroy(&f->lock);
+	free(f->bad);
+	free(f);
+}
+
+static const struct cairn_bdev_ops fault_ops = {
+	.name = "fault",
+	.read = fault_read,
+	.close = fault_close,
+};
+
 int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_config *cfg,
-			 struct cairn_bdev **out) { return -ENOSYS; }
-int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config *cfg) { return -EINVAL; }
+			 struct cairn_bdev **out)
+{
+	struct fault_bdev *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	if (pthread_mutex_init(&f->lock, NULL)) {
+		free(f);
+		return -ENOMEM;
+	}
+	f->base.ops = &fault_ops;
+	f->base.below = below;
+	f->base.size = cairn_bdev_size(below);
+	if (cfg) {
+		f->cfg = *cfg;
+		f->active = 1;
+	}
+	*out = &f->base;
+	return 0;
+}
+
+int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config *cfg)
+{
+	struct fault_bdev *f = (struct fault_bdev *)dev;
+
+	if (!dev || dev->ops != &fault_ops)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	if (cfg)
+		f->cfg = *cfg;
+	else
+		memset(&f->cfg, 0, sizeof(f->cfg));
+	f->active = cfg != NULL;
+	f->count = 0;
+	f->nbad = 0;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}

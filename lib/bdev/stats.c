@@ -1,7 +1,99 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: replaced by the IO stack (issue 3). */
+/*
+ * stats bdev: counts requests, bytes, errors and a histogram of request sizes
+ * passing through it. Counters are relaxed atomics: they are read for reports,
+ * never used to order anything, and must not serialize concurrent readers.
+ * Owns `below` on success.
+ */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <cairn/bdev.h>
-int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out) { return -ENOSYS; }
-int cairn_bdev_stats_get(struct cairn_bdev *dev, struct cairn_bdev_counters *out) { return -EINVAL; }
-void cairn_bdev_stats_reset(struct cairn_bdev *dev) { }
+
+struct stats_bdev {
+	struct cairn_bdev base;
+	_Atomic uint64_t requests, bytes, errors;
+	_Atomic uint64_t hist[CAIRN_STATS_BUCKETS];
+};
+
+static const struct cairn_bdev_ops stats_ops;
+
+/* Bucket 0 holds everything below 1 KiB; bucket i >= 1 holds [2^(i+9), 2^(i+10));
+ * the last bucket also takes anything larger. */
+static unsigned size_bucket(size_t len)
+{
+	unsigned b = 0;
+
+	len >>= 10;
+	while (len) {
+		b++;
+		len >>= 1;
+	}
+	return b < CAIRN_STATS_BUCKETS ? b : CAIRN_STATS_BUCKETS - 1;
+}
+
+static ssize_t stats_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct stats_bdev *s = (struct stats_bdev *)dev;
+	ssize_t n = cairn_bdev_read(dev->below, buf, len, off);
+
+	atomic_fetch_add_explicit(&s->requests, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->hist[size_bucket(len)], 1, memory_order_relaxed);
+	if (n < 0)
+		atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&s->bytes, (uint64_t)n, memory_order_relaxed);
+	return n;
+}
+
+static void stats_close(struct cairn_bdev *dev)
+{
+	cairn_bdev_close(dev->below);
+	free(dev);
+}
+
+static const struct cairn_bdev_ops stats_ops = {
+	.name = "stats",
+	.read = stats_read,
+	.close = stats_close,
+};
+
+int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out)
+{
+	struct stats_bdev *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->base.ops = &stats_ops;
+	s->base.below = below;
+	s->base.size = cairn_bdev_size(below);
+	*out = &s->base;
+	return 0;
+}
+
+int cairn_bdev_stats_get(struct cairn_bdev *dev, struct cairn_bdev_counters *out)
+{
+	struct stats_bdev *s = (struct stats_bdev *)dev;
+
+	if (!dev || dev->ops != &stats_ops)
+		return -EINVAL;
+	out->requests = atomic_load_explicit(&s->requests, memory_order_relaxed);
+	out->bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
+	out->errors = atomic_load_explicit(&s->errors, memory_order_relaxed);
+	for (unsigned i = 0; i < CAIRN_STATS_BUCKETS; i++)
+		out->hist[i] = atomic_load_explicit(&s->hist[i], memory_order_relaxed);
+	return 0;
+}
+
+void cairn_bdev_stats_reset(struct cairn_bdev *dev)
+{
+	struct stats_bdev *s = (struct stats_bdev *)dev;
+
+	if (!dev || dev->ops != &stats_ops)
+		return;
+	atomic_store_explicit(&s->requests, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->errors, 0, memory_order_relaxed);
+	for (unsigned i = 0; i < CAIRN_STATS_BUCKETS; i++)
+		atomic_store_explicit(&s->hist[i], 0, memory_order_relaxed);
+}

@@ -147,13 +147,32 @@ struct cairn_image *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o)
 {
 	struct cairn_image *img = NULL;
-	int rc = cairn_image_open_path(path, &o->open, &img);
+	char why[256];
+	int rc = cairn_image_open_path_ex(path, &o->open, why, sizeof(why), &img);
 
 	if (rc < 0) {
-		cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
+		if (why[0])
+			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), why);
+		else
+			cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
 		return NULL;
 	}
 	return img;
+}
+
+void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
+		 int err)
+{
+	const char *why = err == -CAIRN_ECORRUPT ? cairn_image_corruption(img) : NULL;
+
+	if (why && what)
+		cli_err(cmd, "%s: %s: %s (%s)", image, cairn_strerror(err), why, what);
+	else if (why)
+		cli_err(cmd, "%s: %s: %s", image, cairn_strerror(err), why);
+	else if (what)
+		cli_err(cmd, "%s: %s: %s", image, what, cairn_strerror(err));
+	else
+		cli_err(cmd, "%s: %s", image, cairn_strerror(err));
 }
 
 void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
