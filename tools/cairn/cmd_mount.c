@@ -30,7 +30,7 @@ static const char usage[] =
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
-	"  allow_other     let other users in (root only)\n"
+	"  allow_other     let other users in (always on when root mounts)\n"
 	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
 	"                  fail device reads, for tests; SIGUSR2 clears the plan\n"
 	"Unmount with `fusermount3 -u MOUNTPOINT`, `umount MOUNTPOINT` or SIGTERM.\n";
@@ -219,9 +219,9 @@ int cmd_mount(int argc, char **argv)
 	}
 	o.image = o.empty ? NULL : pos[0];
 	o.mountpoint = pos[npos - 1];
-	if (o.allow_other && geteuid() != 0) {
-		cli_err("mount", "allow_other needs root here");
-		return CLI_EXIT_USAGE;
-	}
+	/* Root mounts serve every user (permissions are checked by the kernel,
+	 * default_permissions); others' mounts stay private unless asked. */
+	if (geteuid() == 0)
+		o.allow_other = 1;
 	return cairn_fuse_mount(&o);
 }
