@@ -78,8 +78,15 @@ $(CAIRN): $(CLI_OBJS) $(LIBA)
 $(MOUNT_HELPER): $(HELPER_SRCS:%.c=$(BUILD)/%.o)
 	$(CC) -o $@ $^ $(LDSAN)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%/main.o $(LIBA)
+# Objects of bench tools live in bench-obj/: build/bench/<tool> is the binary itself.
+$(BUILD)/bench/%: $(BUILD)/bench-obj/%/main.o $(LIBA)
+	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(FUSE_LIBS) $(LDLIBS)
+
+.PRECIOUS: $(BUILD)/bench-obj/%/main.o
+$(BUILD)/bench-obj/%/main.o: bench/%/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
@@ -155,4 +162,4 @@ install: all
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(BENCH_TOOLS:$(BUILD)/bench/%=$(BUILD)/bench-obj/%/main.d)
