@@ -52,6 +52,13 @@ typedef int (*cairn_dirent_cb)(void *ctx, const char *name, size_t name_len,
 			       cairn_ino_t ino, unsigned dtype, uint64_t next);
 
 int cairn_image_open(struct cairn_cache *cache, struct cairn_image **out);
+/* As cairn_image_open(); on failure also writes a one-line reason ("bad superblock
+ * checksum") into why, when why is not NULL. */
+int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
+			struct cairn_image **out);
+/* The first corruption this image met since it was opened ("dirent 12: name
+ * contains '/'"), or NULL. Stays valid until close. */
+const char *cairn_image_corruption(struct cairn_image *img);
 void cairn_image_close(struct cairn_image *img);
 struct cairn_cache *cairn_image_cache(struct cairn_image *img); /* not owned */
 void cairn_image_get_info(const struct cairn_image *img, struct cairn_image_info *out);
@@ -70,6 +77,10 @@ int cairn_image_readdir(struct cairn_image *img, cairn_ino_t dir, uint64_t cooki
 /* Regular files: bytes read (0 at or past EOF). Holes read as zeros. */
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off);
+/* SEEK_DATA / SEEK_HOLE over a regular file, as lseek(2): the first data byte at
+ * or after off, or the first hole byte (end of file counts as a hole). -ENXIO
+ * when off is at or past the end (or no data follows, for SEEK_DATA). */
+int64_t cairn_image_lseek(struct cairn_image *img, cairn_ino_t ino, uint64_t off, int whence);
 /* Symlink target into buf (not NUL-terminated); returns its length, or -ERANGE
  * when buf is too small. */
 ssize_t cairn_image_readlink(struct cairn_image *img, cairn_ino_t ino, char *buf, size_t len);
@@ -105,6 +116,9 @@ struct cairn_open_opts {
 };
 int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
 			  struct cairn_image **out);
+/* As cairn_image_open_path(), with a one-line reason on failure (see open_ex). */
+int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opts,
+			     char *why, size_t why_len, struct cairn_image **out);
 /* Counters of the stats device in an image opened by cairn_image_open_path();
  * -ENOENT when the stack has none. */
 int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_counters *out);

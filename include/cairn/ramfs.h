@@ -11,6 +11,16 @@
  * which cairn_ramfs_forget() drops, exactly as FUSE lookup counts work. In-process
  * callers that keep no handle simply forget the entry right away.
  *
+ * Every call taking an inode number requires the caller to hold a reference on it
+ * (a lookup reference or an open handle), as the FUSE kernel does; an unknown or
+ * freed number gives -ENOENT. Inode numbers are never 0; the root is 1 and is never
+ * freed. A freed number may be reused once nothing refers to it any more.
+ *
+ * Credentials (struct cairn_cred *) may be NULL, which means root. The library does
+ * not check permissions (the kernel does, with default_permissions); it applies the
+ * ownership rules: group inherited from setgid directories, setuid/setgid cleared on
+ * write and truncate by non-root, and on chown of a non-directory.
+ *
  * Thread-safe. Readers of different files never wait on each other.
  * Ownership: cairn_ramfs_new() returns an object the caller frees with
  * cairn_ramfs_free(), which releases every inode and chunk.
@@ -26,10 +36,15 @@
 
 struct cairn_ramfs;
 
+#define CAIRN_RAMFS_NAME_MAX 255           /* bytes in one name; longer: -ENAMETOOLONG */
+#define CAIRN_RAMFS_SYMLINK_MAX 4095       /* bytes in a symlink target */
+#define CAIRN_RAMFS_DEFAULT_CHUNK 4096
+
+/* cfg may be NULL for all defaults. */
 struct cairn_ramfs_config {
 	uint64_t size_limit;    /* bytes of data + xattrs; 0 = unlimited (like tmpfs size=) */
-	uint64_t inode_limit;   /* 0 = unlimited (nr_inodes=) */
-	size_t chunk_size;      /* power of two, >= 4096; 0 = default */
+	uint64_t inode_limit;   /* inodes including the root; 0 = unlimited (nr_inodes=) */
+	size_t chunk_size;      /* power of two, 4096 .. 1 MiB; 0 = CAIRN_RAMFS_DEFAULT_CHUNK */
 	uint32_t root_mode;     /* permission bits of /, 0 = 01777 */
 	uint32_t root_uid, root_gid;
 };
@@ -38,7 +53,12 @@ struct cairn_ramfs_config {
  * clearing setuid/setgid on write and chown. */
 struct cairn_cred { uint32_t uid, gid; };
 
-/* setattr: which fields of struct cairn_setattr apply. */
+/* setattr: which fields of struct cairn_setattr apply. MODE keeps the file type
+ * and sets the 07777 bits. UID/GID on a non-directory also clear setuid (and setgid
+ * when group-executable) unless MODE is given in the same call. SIZE truncates or
+ * extends a regular file (-EISDIR on a directory, -EINVAL on other types).
+ * *_NOW set the time to now (UTIME_NOW); a time whose flag is absent is left alone
+ * (UTIME_OMIT). ctime becomes now on any change unless CTIME gives it explicitly. */
 #define CAIRN_SET_MODE   (1u << 0)
 #define CAIRN_SET_UID    (1u << 1)
 #define CAIRN_SET_GID    (1u << 2)
@@ -55,8 +75,9 @@ struct cairn_setattr {
 	struct cairn_time atime, mtime, ctime;
 };
 
+/* Limits as configured; without a size limit, blocks = used + available RAM. */
 struct cairn_statfs {
-	uint64_t block_size;            /* bytes per block below */
+	uint64_t block_size;            /* bytes per block below (the chunk size) */
 	uint64_t blocks, blocks_free;
 	uint64_t files, files_free;
 	uint32_t name_max;
@@ -66,7 +87,9 @@ int cairn_ramfs_new(const struct cairn_ramfs_config *cfg, struct cairn_ramfs **o
 void cairn_ramfs_free(struct cairn_ramfs *fs);
 cairn_ino_t cairn_ramfs_root(const struct cairn_ramfs *fs);
 
-/* Entry-returning calls fill *st and take one lookup reference on st->ino. */
+/* Entry-returning calls fill *st and take one lookup reference on st->ino.
+ * Names are bytes without '/' or NUL (-EINVAL), 1..255 long (-ENAMETOOLONG).
+ * lookup accepts "." and ".."; creating either gives -EEXIST. */
 int cairn_ramfs_lookup(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len,
 		       struct cairn_stat *st);
 void cairn_ramfs_forget(struct cairn_ramfs *fs, cairn_ino_t ino, uint64_t nlookup);
@@ -89,13 +112,26 @@ int cairn_ramfs_rmdir(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name,
 int cairn_ramfs_rename(struct cairn_ramfs *fs, cairn_ino_t olddir, const char *oldname,
 		       size_t oldlen, cairn_ino_t newdir, const char *newname, size_t newlen,
 		       unsigned flags);
+/* A '/'-separated path from the root (leading '/' optional). Symlinks inside the
+ * path are followed (at most 40, then -ELOOP), the last one too when `follow` is
+ * set. Takes one lookup reference on *out, which the caller forgets. */
+int cairn_ramfs_resolve(struct cairn_ramfs *fs, const char *path, int follow,
+			cairn_ino_t *out);
+/* symlink target into buf (not NUL-terminated); its length, -ERANGE when buf is
+ * too small, -EINVAL when ino is not a symlink. */
 ssize_t cairn_ramfs_readlink(struct cairn_ramfs *fs, cairn_ino_t ino, char *buf, size_t len);
+/* readdir: cookie 0 starts at ".", then "..", then the entries in creation order.
+ * An entry's `next` cookie stays valid while other entries are added and removed
+ * (entries carry per-directory increasing ids). cb is called with no lock held, so
+ * it may call back into the fs (e.g. cairn_ramfs_lookup for readdirplus). */
 int cairn_ramfs_readdir(struct cairn_ramfs *fs, cairn_ino_t dir, uint64_t cookie,
 			cairn_dirent_cb cb, void *ctx);
 
-/* Open handles keep an unlinked inode alive. */
+/* Open handles keep an unlinked inode alive (any type; each open needs a release). */
 int cairn_ramfs_open(struct cairn_ramfs *fs, cairn_ino_t ino);
 void cairn_ramfs_release(struct cairn_ramfs *fs, cairn_ino_t ino);
+/* Bytes read (0 at or past EOF; holes read as zeros); -EISDIR on a directory,
+ * -EINVAL on other non-regular files. Updates atime relatime-style. */
 ssize_t cairn_ramfs_read(struct cairn_ramfs *fs, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off);
 /* Zero-copy read: calls fn with iovecs that point into the file's chunks (holes
@@ -112,11 +148,15 @@ ssize_t cairn_ramfs_write(struct cairn_ramfs *fs, cairn_ino_t ino, const void *b
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE; others -EOPNOTSUPP. */
 int cairn_ramfs_fallocate(struct cairn_ramfs *fs, cairn_ino_t ino, int mode, uint64_t off,
 			  uint64_t len);
-/* SEEK_DATA / SEEK_HOLE; -ENXIO past the end. */
+/* SEEK_DATA / SEEK_HOLE (data granularity is one chunk); -ENXIO at or past the
+ * end; other whence values -EINVAL. */
 int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, int64_t off, int whence);
 int cairn_ramfs_statfs(struct cairn_ramfs *fs, struct cairn_statfs *out);
 
-/* flags: 0, XATTR_CREATE or XATTR_REPLACE. */
+/* Namespaces user., trusted., security. (others -EOPNOTSUPP; user. on anything but
+ * files and directories -EPERM). flags: 0, XATTR_CREATE (-EEXIST) or XATTR_REPLACE
+ * (-ENODATA). get/list: size 0 returns the size needed, a small buffer -ERANGE.
+ * Name and value bytes count against size_limit (-ENOSPC). */
 int cairn_ramfs_setxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,
 			 const void *value, size_t size, int flags);
 ssize_t cairn_ramfs_getxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,
@@ -124,8 +164,21 @@ ssize_t cairn_ramfs_getxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char
 ssize_t cairn_ramfs_listxattr(struct cairn_ramfs *fs, cairn_ino_t ino, char *buf, size_t size);
 int cairn_ramfs_removexattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name);
 
-/* Memory accounting for benchmarks: bytes of chunk data and of bookkeeping. */
+/* Memory accounting for benchmarks: bytes of chunk data and of bookkeeping
+ * (inodes, names, directory indexes, chunk-tree nodes, xattrs, symlink targets).
+ * bytes_copied counts stored file data ever moved to grow a file: it stays 0. */
 struct cairn_ramfs_usage { uint64_t data_bytes, meta_bytes, inodes, chunks, bytes_copied; };
 void cairn_ramfs_usage(struct cairn_ramfs *fs, struct cairn_ramfs_usage *out);
+
+/*
+ * Seed a tree from an image: copies the contents of image directory src_dir into
+ * dst_dir (recursively, with modes, owners, times, xattrs, symlinks, devices, hard
+ * links within the subtree and holes) and gives dst_dir src_dir's mode, owner,
+ * times and xattrs. Existing directories are merged; any other existing name gives
+ * -EEXIST. Errors from the image (-EIO, -CAIRN_ECORRUPT) are passed on; what was
+ * copied before the error stays. The image is only read during the call.
+ */
+int cairn_ramfs_copy_from_image(struct cairn_ramfs *fs, cairn_ino_t dst_dir,
+				struct cairn_image *img, cairn_ino_t src_dir);
 
 #endif

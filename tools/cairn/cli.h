@@ -42,8 +42,31 @@ extern const char cli_image_opts_help[];
 /* Open the image or print "cairn <cmd>: <path>: <reason>" and return NULL. */
 struct cairn_image *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o);
+/* Report an error from a call on an open image: "cairn <cmd>: IMAGE: corrupt
+ * image: <reason> (<what>)" for corruption, else "cairn <cmd>: IMAGE: <what>:
+ * <strerror>". what may be NULL. */
+void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
+		 int err);
 /* Print IO counters to stderr if --stats was given. */
 void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img);
+
+/* Read-side commands (cli_read.c). A boolean flag: "-l" (alt "--long") sets *set. */
+struct cli_flag {
+	const char *name, *alt;
+	int *set;
+};
+/* Parses argv[1..]: --help (prints usage to stdout, returns 1), the shared image
+ * options, the flags (short ones may be bundled: -lR), then up to max_pos
+ * positional arguments. Returns 0, or -1 after printing an error (exit 2). */
+int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts *o,
+		  const struct cli_flag *flags, char **pos, int max_pos, int *n_pos,
+		  void (*usage)(FILE *f));
+/* "drwxr-xr-x", with s/S/t/T for setuid, setgid and sticky. */
+void cli_mode_string(uint32_t mode, char out[11]);
+/* "2024-01-02 03:04:05[.123456789] UTC". */
+void cli_format_time(const struct cairn_time *t, int with_ns, char *buf, size_t len);
+/* A name with newlines, backslashes and control bytes escaped (\n, \\, \xNN). */
+void cli_print_name(FILE *f, const char *name, size_t len);
 
 /* "64M", "1m", "4096", "1.5G" -> bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);

@@ -1,11 +1,78 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder until the command lands; replaced by its owner. */
+/*
+ * cairn fsck: check every structure and checksum of an image.
+ * Exit codes: 0 clean, 1 problems found (each printed), 2 bad command line,
+ * 4 the image cannot be read or opened (missing, not an image, truncated, IO error).
+ */
+#include <stdio.h>
 #include "cli.h"
+
+#define FSCK_EXIT_CLEAN    0
+#define FSCK_EXIT_PROBLEMS 1
+#define FSCK_EXIT_USAGE    2
+#define FSCK_EXIT_UNREADABLE 4
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cairn fsck [--data] [-q] [options] IMAGE\n"
+		   "Checks the superblock, the checksum table, every metadata block, every inode,\n"
+		   "directory (sort order, names, types, parent links), xattr and extent, link\n"
+		   "counts and reachability from the root.\n"
+		   "  --data             also read every file and check its content hash\n"
+		   "  -q, --quiet        print nothing when the image is clean\n"
+		   "exit status: 0 clean, 1 problems found, 2 bad command line,\n"
+		   "             4 the image cannot be read (missing, not an image, truncated, IO error)\n\n%s",
+		cli_image_opts_help);
+}
+
+struct report {
+	const char *image;
+};
+
+static void report(void *ctx, const char *msg)
+{
+	struct report *r = ctx;
+
+	printf("%s: %s\n", r->image, msg);
+}
 
 int cmd_fsck(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cli_err("fsck", "not built yet");
-	return CLI_EXIT_FAIL;
+	struct cli_image_opts o;
+	struct cairn_image *img;
+	struct report r;
+	int npos, rc, data = 0, quiet = 0;
+	long problems;
+	char *pos[1];
+	const struct cli_flag flags[] = { { "--data", NULL, &data },
+					  { "-q", "--quiet", &quiet },
+					  { NULL, NULL, NULL } };
+
+	cli_image_opts_init(&o);
+	rc = cli_read_args("fsck", argc, argv, &o, flags, pos, 1, &npos, usage);
+	if (rc)
+		return rc > 0 ? FSCK_EXIT_CLEAN : FSCK_EXIT_USAGE;
+	if (npos != 1) {
+		cli_err("fsck", "needs IMAGE (see cairn fsck --help)");
+		return FSCK_EXIT_USAGE;
+	}
+	img = cli_open_image("fsck", pos[0], &o);
+	if (!img)
+		return FSCK_EXIT_UNREADABLE;
+	r.image = pos[0];
+	problems = cairn_image_fsck(img, data ? CAIRN_FSCK_DATA : 0, report, &r);
+	cli_print_stats(&o, img);
+	cairn_image_close(img);
+	if (problems < 0) {
+		cli_err("fsck", "%s: cannot check: %s", pos[0], cairn_strerror((int)problems));
+		return FSCK_EXIT_UNREADABLE;
+	}
+	if (problems) {
+		printf("%s: %ld problem%s found\n", pos[0], problems, problems == 1 ? "" : "s");
+		return FSCK_EXIT_PROBLEMS;
+	}
+	if (!quiet)
+		printf("%s: clean%s\n", pos[0], data ? " (structures, checksums and file data)" :
+						       " (structures and checksums)");
+	return FSCK_EXIT_CLEAN;
 }

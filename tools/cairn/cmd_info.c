@@ -1,11 +1,120 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder until the command lands; replaced by its owner. */
+/* cairn info: the superblock summary of an image, as text or JSON. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 #include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cairn info [--json] [options] IMAGE\n"
+		   "Prints the superblock summary of IMAGE (reads only the superblock).\n"
+		   "  --json             one JSON object instead of text\n\n%s",
+		cli_image_opts_help);
+}
+
+static void uuid_string(const uint8_t u[16], char out[37])
+{
+	char *p = out;
+
+	for (int i = 0; i < 16; i++) {
+		p += sprintf(p, "%02x", u[i]);
+		if (i == 3 || i == 5 || i == 7 || i == 9)
+			*p++ = '-';
+	}
+	*p = '\0';
+}
+
+static void features(uint32_t compat, uint32_t incompat, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (compat & CAIRN_COMPAT_HOT_PREFIX)
+		n += (size_t)snprintf(buf + n, len - n, "%shot_prefix", n ? "," : "");
+	if (compat & CAIRN_COMPAT_FILE_HASH && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%sfile_hash", n ? "," : "");
+	if (incompat & CAIRN_INCOMPAT_EXTENTS && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%sextents", n ? "," : "");
+	if (incompat & CAIRN_INCOMPAT_CHUNKED && n < len)
+		snprintf(buf + n, len - n, "%schunked", n ? "," : "");
+}
+
+static void print_text(const struct cairn_image_info *in)
+{
+	char uuid[37], feat[128], t[64];
+	struct cairn_time bt = { in->build_time, 0 };
+
+	uuid_string(in->uuid, uuid);
+	features(in->compat, in->incompat, feat, sizeof(feat));
+	cli_format_time(&bt, 0, t, sizeof(t));
+	printf("format:        cairn %u.%u\n", in->version_major, in->version_minor);
+	printf("uuid:          %s\n", uuid);
+	printf("features:      %s (compat 0x%x, incompat 0x%x)\n", feat[0] ? feat : "none",
+	       in->compat, in->incompat);
+	printf("build time:    %s (%" PRId64 ")\n", t, in->build_time);
+	printf("image size:    %" PRIu64 " bytes\n", in->image_size);
+	printf("inodes:        %" PRIu64 " (including unused inode 0)\n", in->inode_count);
+	printf("regular files: %" PRIu64 ", %" PRIu64 " bytes of data\n", in->file_count,
+	       in->data_bytes);
+	printf("dirents:       %" PRIu64 "\n", in->dirent_count);
+	printf("xattrs:        %" PRIu64 "\n", in->xattr_count);
+	printf("extents:       %" PRIu64 "\n", in->extent_count);
+	printf("metadata:      %" PRIu64 " bytes at %" PRIu64 " (blob %" PRIu64 " bytes)\n",
+	       in->meta_len, in->meta_off, in->blob_len);
+	printf("data:          %" PRIu64 " bytes at %" PRIu64 "\n", in->data_len, in->data_off);
+	if (in->compat & CAIRN_COMPAT_HOT_PREFIX)
+		printf("hot prefix:    %" PRIu64 " bytes at %" PRIu64 "\n", in->hot_len, in->hot_off);
+	else
+		printf("hot prefix:    none\n");
+}
+
+static void print_json(const struct cairn_image_info *in)
+{
+	char uuid[37], feat[128];
+
+	uuid_string(in->uuid, uuid);
+	features(in->compat, in->incompat, feat, sizeof(feat));
+	printf("{\"version\": \"%u.%u\", \"uuid\": \"%s\", \"features\": \"%s\", "
+	       "\"compat\": %u, \"incompat\": %u, \"build_time\": %" PRId64 ", "
+	       "\"image_size\": %" PRIu64 ", \"inode_count\": %" PRIu64 ", "
+	       "\"file_count\": %" PRIu64 ", \"data_bytes\": %" PRIu64 ", "
+	       "\"dirent_count\": %" PRIu64 ", \"xattr_count\": %" PRIu64 ", "
+	       "\"extent_count\": %" PRIu64 ", \"meta_off\": %" PRIu64 ", \"meta_len\": %" PRIu64 ", "
+	       "\"blob_len\": %" PRIu64 ", \"data_off\": %" PRIu64 ", \"data_len\": %" PRIu64 ", "
+	       "\"hot_off\": %" PRIu64 ", \"hot_len\": %" PRIu64 "}\n",
+	       in->version_major, in->version_minor, uuid, feat, in->compat, in->incompat,
+	       in->build_time, in->image_size, in->inode_count, in->file_count, in->data_bytes,
+	       in->dirent_count, in->xattr_count, in->extent_count, in->meta_off, in->meta_len,
+	       in->blob_len, in->data_off, in->data_len, in->hot_off, in->hot_len);
+}
 
 int cmd_info(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cli_err("info", "not built yet");
-	return CLI_EXIT_FAIL;
+	struct cli_image_opts o;
+	struct cairn_image_info in;
+	struct cairn_image *img;
+	int json = 0, npos, rc;
+	char *pos[1];
+	const struct cli_flag flags[] = { { "--json", NULL, &json }, { NULL, NULL, NULL } };
+
+	cli_image_opts_init(&o);
+	rc = cli_read_args("info", argc, argv, &o, flags, pos, 1, &npos, usage);
+	if (rc)
+		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	if (npos != 1) {
+		cli_err("info", "needs IMAGE (see cairn info --help)");
+		return CLI_EXIT_USAGE;
+	}
+	img = cli_open_image("info", pos[0], &o);
+	if (!img)
+		return CLI_EXIT_FAIL;
+	cairn_image_get_info(img, &in);
+	if (json)
+		print_json(&in);
+	else
+		print_text(&in);
+	cli_print_stats(&o, img);
+	cairn_image_close(img);
+	return CLI_EXIT_OK;
 }

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Extended attributes: a short list per inode, in the order they were set, under
+ * the inode's lock. Name and value bytes count against the size limit.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include "ramfs/internal.h"
+
+#define XATTR_NAME_LIMIT 255    /* XATTR_NAME_MAX */
+#define XATTR_VALUE_LIMIT 65536 /* XATTR_SIZE_MAX */
+
+static size_t xattr_size(size_t name_len, size_t value_len)
+{
+	return sizeof(struct ramfs_xattr) + name_len + 1 + value_len;
+}
+
+static uint64_t xattr_charge(const struct ramfs_xattr *x)
+{
+	return (uint64_t)x->name_len + x->value_len;
+}
+
+/* Known namespace and a non-empty name after it, as the kernel's xattr_resolve_name(). */
+static int check_xattr_name(const struct ramfs_inode *n, const char *name, bool writing)
+{
+	static const char *const prefixes[] = { "user.", "trusted.", "security." };
+	size_t len = strnlen(name, XATTR_NAME_LIMIT + 1);
+
+	if (len == 0)
+		return -EINVAL;
+	if (len > XATTR_NAME_LIMIT)
+		return -ERANGE;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i]);
+
+		if (strncmp(name, prefixes[i], pl))
+			continue;
+		if (len == pl)
+			return -EINVAL;
+		/* user.* only on files and directories (xattr_permission()). */
+		if (i == 0 && !S_ISREG(n->mode) && !S_ISDIR(n->mode))
+			return writing ? -EPERM : -ENODATA;
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+static struct ramfs_xattr **xattr_find(struct ramfs_inode *n, const char *name)
+{
+	size_t len = strlen(name);
+	struct ramfs_xattr **pp;
+
+	for (pp = &n->xattrs; *pp; pp = &(*pp)->next)
+		if ((*pp)->name_len == len && !memcmp((*pp)->data, name, len))
+			return pp;
+	return NULL;
+}
+
+static void xattr_free(struct cairn_ramfs *fs, struct ramfs_xattr *x)
+{
+	ramfs_unreserve(fs, xattr_charge(x));
+	ramfs_meta_free(fs, x, xattr_size(x->name_len, x->value_len));
+}
+
+void ramfs_xattr_free_all(struct cairn_ramfs *fs, struct ramfs_inode *n)
+{
+	while (n->xattrs) {
+		struct ramfs_xattr *x = n->xattrs;
+
+		n->xattrs = x->next;
+		xattr_free(fs, x);
+	}
+}
+
+int cairn_ramfs_setxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,
+			 const void *value, size_t size, int flags)
+{
+	struct ramfs_inode *n = ramfs_get(fs, ino);
+	struct ramfs_xattr **pp, *x;
+	uint64_t old_charge;
+	size_t len;
+	int err;
+
+	if (!n)
+		return -ENOENT;
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return -EINVAL;
+	err = check_xattr_name(n, name, true);
+	if (err)
+		return err;
+	if (size > XATTR_VALUE_LIMIT)
+		return -E2BIG;
+	len = strlen(name);
+	pthread_rwlock_wrlock(&n->lock);
+	pp = xattr_find(n, name);
+	if (pp && (flags & XATTR_CREATE)) {
+		err = -EEXIST;
+		goto out;
+	}
+	if (!pp && (flags & XATTR_REPLACE)) {
+		err = -ENODATA;
+		goto out;
+	}
+	/* Charge only what the new value adds over the old one, before anything
+	 * changes: a failure leaves the old value in place. */
+	old_charge = pp ? xattr_charge(*pp) : 0;
+	if (len + size > old_charge)
+		err = ramfs_reserve(fs, len + size - old_charge);
+	if (err)
+		goto out;
+	x = ramfs_meta_alloc(fs, xattr_size(len, size));
+	if (!x) {
+		if (len + size > old_charge)
+			ramfs_unreserve(fs, len + size - old_charge);
+		err = -ENOMEM;
+		goto out;
+	}
+	x->name_len = (uint32_t)len;
+	x->value_len = (uint32_t)size;
+	memcpy(x->data, name, len + 1);
+	if (size)
+		memcpy(x->data + len + 1, value, size);
+	if (pp) {
+		struct ramfs_xattr *old = *pp;
+
+		x->next = old->next;
+		*pp = x;
+		if (old_charge > len + size)
+			ramfs_unreserve(fs, old_charge - (len + size));
+		ramfs_meta_free(fs, old, xattr_size(old->name_len, old->value_len));
+	} else {
+		x->next = NULL;
+		for (pp = &n->xattrs; *pp; pp = &(*pp)->next)
+			;
+		*pp = x;
+	}
+	ramfs_now(&n->ctime);
+out:
+	pthread_rwlock_unlock(&n->lock);
+	return err;
+}
+
+ssize_t cairn_ramfs_getxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,
+			     void *buf, size_t size)
+{
+	struct ramfs_inode *n = ramfs_get(fs, ino);
+	struct ramfs_xattr **pp;
+	ssize_t r;
+
+	if (!n)
+		return -ENOENT;
+	r = check_xattr_name(n, name, false);
+	if (r)
+		return r;
+	pthread_rwlock_rdlock(&n->lock);
+	pp = xattr_find(n, name);
+	if (!pp) {
+		r = -ENODATA;
+	} else {
+		r = (*pp)->value_len;
+		if (size && size < (*pp)->value_len)
+			r = -ERANGE;
+		else if (size)
+			memcpy(buf, (*pp)->data + (*pp)->name_len + 1, (*pp)->value_len);
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return r;
+}
+
+ssize_t cairn_ramfs_listxattr(struct cairn_ramfs *fs, cairn_ino_t ino, char *buf, size_t size)
+{
+	struct ramfs_inode *n = ramfs_get(fs, ino);
+	size_t need = 0;
+	ssize_t r;
+
+	if (!n)
+		return -ENOENT;
+	pthread_rwlock_rdlock(&n->lock);
+	for (struct ramfs_xattr *x = n->xattrs; x; x = x->next)
+		need += x->name_len + 1;
+	r = (ssize_t)need;
+	if (size && size < need) {
+		r = -ERANGE;
+	} else if (size) {
+		char *p = buf;
+
+		for (struct ramfs_xattr *x = n->xattrs; x; x = x->next) {
+			memcpy(p, x->data, x->name_len + 1);
+			p += x->name_len + 1;
+		}
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return r;
+}
+
+int cairn_ramfs_removexattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name)
+{
+	struct ramfs_inode *n = ramfs_get(fs, ino);
+	struct ramfs_xattr **pp;
+	int err;
+
+	if (!n)
+		return -ENOENT;
+	err = check_xattr_name(n, name, true);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&n->lock);
+	pp = xattr_find(n, name);
+	if (pp) {
+		struct ramfs_xattr *x = *pp;
+
+		*pp = x->next;
+		xattr_free(fs, x);
+		ramfs_now(&n->ctime);
+	} else {
+		err = -ENODATA;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	return err;
+}
