@@ -71,7 +71,7 @@ static void random_reads(size_t seg, size_t budget, size_t size)
 	uint64_t rng = seg * 977 + budget;
 
 	rig_open(&r, size, &cfg, 0);
-	for (int i = 0; i < 3000; i++) {
+	for (int i = 0; i < TEST_SCALE(800); i++) {
 		uint64_t off = rng_next(&rng) % (size + 100);
 		size_t len = (size_t)(rng_next(&rng) % (i % 10 == 0 ? 700000 : 20000)) + 1;
 
@@ -257,7 +257,7 @@ static void test_budget(void **state)
 	uint64_t rng = 99;
 
 	rig_open(&r, 16u << 20, &cfg, 0);
-	for (int i = 0; i < 2000; i++) {
+	for (int i = 0; i < TEST_SCALE(600); i++) {
 		uint64_t off = rng_next(&rng) % (16u << 20);
 
 		check_read(&r, off, (size_t)(rng_next(&rng) % 100000) + 1, i % 2 ? &h : NULL);

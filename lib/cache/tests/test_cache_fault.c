@@ -153,7 +153,9 @@ static void campaign(size_t seg, size_t budget, size_t bs, enum cairn_fault_kind
 static void test_eio_each_request(void **state)
 {
 	campaign(65536, 0, 16384, CAIRN_FAULT_EIO, 0);
+#ifndef TEST_SANITIZED
 	campaign(4096, 0, 100000, CAIRN_FAULT_EIO, 0);
+#endif
 }
 
 static void test_short_read_each_request(void **state)
@@ -174,7 +176,7 @@ static void test_under_eviction(void **state)
 /* Random faults with several seeds: reads are right or -EIO, never wrong. */
 static void test_random_faults(void **state)
 {
-	for (uint64_t seed = 1; seed <= 20; seed++) {
+	for (uint64_t seed = 1; seed <= TEST_SCALE(20); seed++) {
 		struct cairn_fault_config fc = { .random_permille = 200, .seed = seed };
 		struct rig r;
 

@@ -109,17 +109,17 @@ static void run(size_t seg, size_t budget, uint64_t delay_ns, int iters)
 
 static void test_threads_tight_budget(void **state)
 {
-	run(65536, 2u << 20, 50000, 150);
+	run(65536, 2u << 20, 50000, TEST_SCALE(150));
 }
 
 static void test_threads_small_segments(void **state)
 {
-	run(4096, 1u << 20, 20000, 150);
+	run(4096, 1u << 20, 20000, TEST_SCALE(150));
 }
 
 static void test_threads_roomy(void **state)
 {
-	run(131072, 64u << 20, 100000, 100);
+	run(131072, 64u << 20, 100000, TEST_SCALE(100));
 }
 
 int main(void)
