@@ -95,7 +95,8 @@ int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config
  * holds, relative to base_dir (NULL: an image with a backing file is refused).
  * Encryption, external data files and unknown incompatible features are refused
  * with -ENOTSUP, a damaged header or table gives -CAIRN_ECORRUPT, a backing loop
- * or a chain deeper than max_backing_depth gives -ELOOP; `report` hears why. */
+ * or a chain deeper than max_backing_depth gives -ELOOP; `report` hears why.
+ * Thread-safe reads; memory: the L1 table, the L2 cache budget, one cluster. */
 struct cairn_qcow2_config {
 	size_t l2_cache_bytes;      /* 0 = default (1 MiB); SIZE_MAX never evicts */
 	int l2_cache_disabled;      /* read the L2 entries from the file on every lookup */
@@ -106,7 +107,9 @@ struct cairn_qcow2_config {
 	 * cairn_bdev_file_open(). Lets a caller put delay/stats under backing files. */
 	int (*open_backing)(void *ctx, const char *path, struct cairn_bdev **out);
 	void *open_ctx;
-	/* Receives one line per refusal, corruption or warning (may be NULL). */
+	/* Receives one line per refusal, corruption or warning found while
+	 * cairn_bdev_qcow2_new() runs (never later; may be NULL). Reads report
+	 * damage only through their return value (-CAIRN_ECORRUPT). */
 	void (*report)(void *ctx, const char *msg);
 	void *report_ctx;
 };

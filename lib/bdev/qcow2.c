@@ -547,6 +547,7 @@ static int qcow2_open(struct cairn_bdev *below, const char *base_dir,
 		qcow2_abort(q);
 		return rc;
 	}
+	q->report = NULL; /* the hook is only promised to live while we open */
 	*out = &q->base;
 	return 0;
 }

@@ -181,11 +181,8 @@ static int read_compressed(struct reader *r, uint64_t entry, uint64_t vs, uint64
 	uint8_t *cbuf;
 	int rc;
 
-	if (coff > QCOW2_OFFSET_MASK || coff >= q->file_size) {
-		qcow2_report(q, "qcow2: compressed cluster at %" PRIu64 " lies outside the file",
-			     coff);
-		return -CAIRN_ECORRUPT;
-	}
+	if (coff > QCOW2_OFFSET_MASK || coff >= q->file_size)
+		return -CAIRN_ECORRUPT; /* outside the file */
 	if (csize > q->file_size - coff) /* may run past the end of the file */
 		csize = q->file_size - coff;
 	pthread_mutex_lock(&q->zlock);
@@ -224,20 +221,13 @@ static int read_compressed(struct reader *r, uint64_t entry, uint64_t vs, uint64
 	}
 	pthread_mutex_unlock(&q->zlock);
 	free(cbuf);
-	if (rc == -CAIRN_ECORRUPT)
-		qcow2_report(q, "qcow2: compressed cluster at %" PRIu64 " does not decompress",
-			     coff);
 	return rc;
 }
 
-static int check_host(struct qcow2_dev *q, uint64_t host, uint64_t entry)
+/* A data cluster must be aligned and start inside the file. */
+static int check_host(const struct qcow2_dev *q, uint64_t host)
 {
-	if (host % q->cluster_size || host >= q->file_size) {
-		qcow2_report(q, "qcow2: L2 entry 0x%016" PRIx64 " points outside the file or "
-			     "is misaligned", entry);
-		return -CAIRN_ECORRUPT;
-	}
-	return 0;
+	return host % q->cluster_size || host >= q->file_size ? -CAIRN_ECORRUPT : 0;
 }
 
 /* Extended L2: 32 subclusters, each allocated (data), zero, or unallocated. */
@@ -250,12 +240,10 @@ static int map_subclusters(struct reader *r, const struct qcow2_l2e *e, uint64_t
 	uint64_t scs = q->cluster_size / QCOW2_SUBCLUSTERS;
 	int rc = 0;
 
-	if ((e->entry & L2_RESERVED_EXT) || (alloc & zero) || (!host && alloc)) {
-		qcow2_report(q, "qcow2: invalid extended L2 entry 0x%016" PRIx64 " bitmap 0x%016"
-			     PRIx64, e->entry, e->bitmap);
+	/* A subcluster both allocated and zero, or allocated in no cluster, is corrupt. */
+	if ((e->entry & L2_RESERVED_EXT) || (alloc & zero) || (!host && alloc))
 		return -CAIRN_ECORRUPT;
-	}
-	if (host && (rc = check_host(q, host, e->entry)) < 0)
+	if (host && (rc = check_host(q, host)) < 0)
 		return rc;
 	while (vs < ve && rc == 0) {
 		unsigned sc = (unsigned)((vs - cstart) / scs);
@@ -288,18 +276,15 @@ static int map_cluster(struct reader *r, const struct qcow2_l2e *e, uint64_t cst
 	}
 	if (q->ext_l2)
 		return map_subclusters(r, e, cstart, vs, ve);
-	if (e->entry & L2_RESERVED) {
-		qcow2_report(q, "qcow2: L2 entry 0x%016" PRIx64 " has reserved bits set",
-			     e->entry);
+	if (e->entry & L2_RESERVED)
 		return -CAIRN_ECORRUPT;
-	}
 	/* The zero flag wins over any (preallocated) host offset. */
 	if (e->entry & QCOW2_L2_ZERO)
 		return emit(r, RUN_ZERO, vs, 0, ve - vs);
 	host = e->entry & QCOW2_OFFSET_MASK;
 	if (!host)
 		return emit(r, RUN_BACKING, vs, 0, ve - vs);
-	rc = check_host(q, host, e->entry);
+	rc = check_host(q, host);
 	return rc < 0 ? rc : emit(r, RUN_DATA, vs, host + (vs - cstart), ve - vs);
 }
 

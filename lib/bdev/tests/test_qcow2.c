@@ -626,7 +626,7 @@ static void test_hostile(void **state)
 		}
 		if (rc != h->err)
 			fail_msg("%s: got %d (%s), want %d", h->what, rc, cairn_strerror(rc), h->err);
-		if (log.n == 0)
+		if (h->when == AT_OPEN && log.n == 0)
 			fail_msg("%s: no message reported", h->what);
 		print_message("%-32s -> %s\n", h->what, log.last);
 	}
