@@ -89,16 +89,47 @@ int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_conf
 /* Change or clear (cfg NULL) the fault plan; clears persistent failures. */
 int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config *cfg);
 
-/* qcow2: a read-only view of the virtual disk in a qcow2 file. Takes `below` (the
- * qcow2 file). Backing files are opened by path relative to base_dir. */
+/* qcow2: a read-only view of the virtual disk in a qcow2 file (versions 2 and 3,
+ * zlib and zstd compressed clusters, extended L2 with subclusters, backing chains).
+ * Takes `below` (the qcow2 file). Backing files are opened by the name the image
+ * holds, relative to base_dir (NULL: an image with a backing file is refused).
+ * Encryption, external data files and unknown incompatible features are refused
+ * with -ENOTSUP, a damaged header or table gives -CAIRN_ECORRUPT, a backing loop
+ * or a chain deeper than max_backing_depth gives -ELOOP; `report` hears why.
+ * Thread-safe reads; memory: the L1 table, the L2 cache budget, one cluster. */
 struct cairn_qcow2_config {
 	size_t l2_cache_bytes;      /* 0 = default (1 MiB); SIZE_MAX never evicts */
-	int l2_cache_disabled;      /* read the L2 entry from the file on every lookup */
+	int l2_cache_disabled;      /* read the L2 entries from the file on every lookup */
 	unsigned max_backing_depth; /* 0 = default (16) */
+	size_t l2_slice_bytes;      /* cache entry size: 0 = default (4 KiB); a power of
+				       two >= 512, capped at the cluster size */
+	/* Opens a backing file (path already joined to base_dir). NULL = read-only
+	 * cairn_bdev_file_open(). Lets a caller put delay/stats under backing files. */
+	int (*open_backing)(void *ctx, const char *path, struct cairn_bdev **out);
+	void *open_ctx;
+	/* Receives one line per refusal, corruption or warning found while
+	 * cairn_bdev_qcow2_new() runs (never later; may be NULL). Reads report
+	 * damage only through their return value (-CAIRN_ECORRUPT). */
+	void (*report)(void *ctx, const char *msg);
+	void *report_ctx;
 };
 int cairn_bdev_is_qcow2(struct cairn_bdev *dev); /* 1, 0, or negative errno */
 int cairn_bdev_qcow2_new(struct cairn_bdev *below, const char *base_dir,
 			 const struct cairn_qcow2_config *cfg, struct cairn_bdev **out);
+
+/* Counters of a qcow2 device (its own, not its backing files'). */
+struct cairn_qcow2_stats {
+	uint64_t l2_hits, l2_misses;   /* slice lookups in the L2 cache */
+	uint64_t l2_evictions;
+	uint64_t l2_table_reads;       /* requests to `below` for L2 entries */
+	uint64_t l2_resident_bytes;    /* now */
+	uint64_t data_requests;        /* requests to `below` for cluster data */
+	uint64_t compressed_clusters;  /* clusters decompressed */
+	uint64_t backing_reads;        /* requests passed to the backing file */
+};
+/* dev may be the qcow2 device or any device stacked above it (the stack is walked
+ * down through `below`); -EINVAL when there is no qcow2 device in it. */
+int cairn_bdev_qcow2_stats(struct cairn_bdev *dev, struct cairn_qcow2_stats *out);
 
 /* offset: bytes [off, off+len) of below, e.g. a partition (len 0 = to the end). */
 int cairn_bdev_offset_new(struct cairn_bdev *below, uint64_t off, uint64_t len,

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Opening an image by path: builds the device stack
- *   file -> [offset] -> [qcow2] -> [fault] -> [delay] -> stats -> cache -> image
+ *   file -> [offset] -> [fault] -> [delay] -> stats -> [qcow2] -> cache -> image
  * from cairn_open_opts, as the CLI and the mount do. Each wrapper takes the
  * device below it on success; on failure we close what we built so far.
+ * qcow2 sits above delay and stats: the emulated disk is the file, so its L2
+ * table reads pay the delay and count as device requests like any other read.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -28,6 +30,55 @@
 		dev = up_;                                                       \
 	} while (0)
 
+struct why_buf {
+	char *why;
+	size_t len;
+};
+
+/* The qcow2 layer's reason for a refusal becomes the open error's text. */
+static void qcow2_why(void *ctx, const char *msg)
+{
+	struct why_buf *w = ctx;
+
+	snprintf(w->why, w->len, "%s", msg);
+}
+
+/* If *dev holds a qcow2 file, replace it with the qcow2 view of it. Backing files
+ * are found relative to the image's directory. */
+static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *why,
+		      size_t why_len, struct cairn_bdev **dev)
+{
+	struct cairn_qcow2_config cfg = o->qcow2;
+	struct why_buf wb = { why, why_len };
+	struct cairn_bdev *q = NULL;
+	char *copy;
+	int rc = cairn_bdev_is_qcow2(*dev);
+
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot read the file header");
+		return rc;
+	}
+	if (rc == 0)
+		return 0;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	if (!cfg.report) {
+		cfg.report = qcow2_why;
+		cfg.report_ctx = &wb;
+	}
+	rc = cairn_bdev_qcow2_new(*dev, dirname(copy), &cfg, &q);
+	free(copy);
+	if (rc < 0) {
+		if (!why[0])
+			snprintf(why, why_len, "cannot open the qcow2 image: %s",
+				 cairn_strerror(rc));
+		return rc;
+	}
+	*dev = q;
+	return 0;
+}
+
 static int build_stack(const char *path, const struct cairn_open_opts *o, char *why,
 		       size_t why_len, struct cairn_bdev **out, struct cairn_bdev **stats,
 		       struct cairn_bdev **fault)
@@ -41,27 +92,6 @@ static int build_stack(const char *path, const struct cairn_open_opts *o, char *
 		return rc; /* the errno says it all (ENOENT, EACCES) */
 	if (o->offset)
 		WRAP(cairn_bdev_offset_new(dev, o->offset, 0, &up_), "offset");
-	rc = cairn_bdev_is_qcow2(dev);
-	if (rc < 0) {
-		snprintf(why, why_len, "cannot read the file header");
-		goto fail;
-	}
-	if (rc == 1) {
-		char *copy = strdup(path);
-		struct cairn_bdev *q = NULL;
-
-		if (!copy) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		rc = cairn_bdev_qcow2_new(dev, dirname(copy), &o->qcow2, &q);
-		free(copy);
-		if (rc < 0) {
-			snprintf(why, why_len, "cannot open the qcow2 image: %s", cairn_strerror(rc));
-			goto fail;
-		}
-		dev = q;
-	}
 	if (o->fault) {
 		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
 		*fault = dev;
@@ -77,6 +107,9 @@ static int build_stack(const char *path, const struct cairn_open_opts *o, char *
 		snprintf(why, why_len, "cannot set up the stats device: %s", cairn_strerror(rc));
 		goto fail;
 	}
+	rc = wrap_qcow2(path, o, why, why_len, &dev);
+	if (rc < 0)
+		goto fail;
 	*out = dev;
 	return 0;
 fail:

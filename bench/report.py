@@ -1,0 +1,422 @@
+# SPDX-License-Identifier: MIT
+"""Turn one benchmark run (bench.py's results) into BENCHMARKS.md and PNG charts.
+
+Every figure in the page comes from the run; nothing here is typed in by hand.
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+
+MiB = 1 << 20
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def cmd_out(argv):
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=30)
+        return p.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def secs(x, unit="s"):
+    if x is None:
+        return "–"
+    if unit == "ms":
+        return f"{x * 1e3:.1f}"
+    return f"{x:.3f}"
+
+
+def spread(xs, unit="s"):
+    """'median (min–max)' of a list of seconds."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "–"
+    return f"{secs(med(xs), unit)} ({secs(min(xs), unit)}–{secs(max(xs), unit)})"
+
+
+def ratio(v, best):
+    if v is None or not best:
+        return "–"
+    return f"{v / best:.2f}×"
+
+
+def count(x):
+    return "–" if x is None else f"{x:.0f}"
+
+
+def mib(x):
+    return "–" if x is None else f"{x / MiB:.1f}"
+
+
+def mem_mib(runs):
+    """Peak VmHWM over the runs, MiB."""
+    vals = [r["mem"][0] for r in runs if r.get("mem")]
+    return f"{max(vals) / 1024:.1f}" if vals else "–"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ machine and method
+
+def machine_info(b):
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = ""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    debian = open("/etc/debian_version").read().strip() if os.path.exists("/etc/debian_version") else "?"
+    git = cmd_out(["git", "-C", REPO, "rev-parse", "--short", "HEAD"])
+    dirty = cmd_out(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"])
+    versions = {
+        "kernel": platform.release(),
+        "cpu": f"{cpu}, {os.cpu_count()} cores",
+        "memory": mem,
+        "Debian": debian,
+        "cairn": f"{git}{' (with local changes)' if dirty else ''}",
+        "mksquashfs": cmd_out(["mksquashfs", "-version"]).splitlines()[0:1],
+        "mkfs.erofs": cmd_out(["mkfs.erofs", "--help"]).splitlines()[0:1],
+        "squashfuse_ll": cmd_out(["squashfuse_ll", "--version"]).splitlines()[0:1],
+        "fuse-overlayfs": [l for l in cmd_out(["fuse-overlayfs", "--version"]).splitlines()
+                           if "fuse-overlayfs" in l][0:1],
+        "libfuse": cmd_out(["pkg-config", "--modversion", "fuse3"]),
+        "java": cmd_out([os.path.join("/usr/lib/jvm/java-17-openjdk-amd64/bin/java"),
+                         "-version"]).splitlines()[0:1],
+        "python": cmd_out(["/usr/bin/python3.11", "--version"]),
+    }
+    lines = []
+    for k, v in versions.items():
+        if isinstance(v, list):
+            v = v[0] if v else "not installed"
+        if k == "mkfs.erofs" and v and "usage" in v:
+            v = cmd_out(["dpkg-query", "-W", "-f=${Version}", "erofs-utils"]) or v
+        lines.append(f"- {k}: {v}")
+    return "\n".join(lines)
+
+
+def method(r):
+    return f"""- **Emulated disk.** Every image sits in tmpfs and is read through `delayfs`
+  (bench/delayfs), a FUSE layer serving the image files with `direct_io` (no page cache of
+  its own), which adds a fixed **{r['delay']}** to every read request (absolute-deadline sleep,
+  {r['channels']} channel(s): further requests queue) and counts requests and bytes. Largest
+  request 1 MiB. Kernel squashfs and EROFS read it through a loop device (`losetup -r
+  --direct-io=on`), squashfuse_ll and cairn open the delayfs file. Every system pays the same
+  price per request (Ingo Molnar's constant-delay method).
+- **Cold** run: `echo 3 > /proc/sys/vm/drop_caches`, fresh loop device / mount / daemon,
+  then the workload. The host's own binaries and libraries (python, libc, find, cat...) are
+  re-read right after the drop, so only the image is cold. **Warm**: the same workload again
+  on the same mount. Mount time is measured separately (until the mount appears).
+- **{r['runs']} runs** per figure, systems taken round-robin so drift spreads evenly. Times
+  are the median with the spread (min–max). Requests and bytes are the median of the cold
+  runs as counted by delayfs, and include the mount's own reads.
+- **Ratios** (×) are to the best peer (kernel squashfs/EROFS, squashfuse_ll) in the same
+  run and column: below 1.00× beats every peer.
+- Daemon RSS is the peak (VmHWM) of the FUSE daemon (squashfuse_ll, cairn) at the end of
+  the warm run; the kernel file systems have no daemon."""
+
+
+# ------------------------------------------------------------------ tables
+
+def ro_table(w):
+    systems = w["systems"]
+    stat = {}
+    for name, s in systems.items():
+        runs = s["runs"]
+        stat[name] = {
+            "cold": med([x["cold"] for x in runs]),
+            "warm": med([x["warm"] for x in runs]),
+            "req": med([x["req"] for x in runs]),
+            "bytes": med([x["bytes"] for x in runs]),
+            "mount": med([x["mount"] for x in runs]),
+        }
+    peers = [n for n, s in systems.items() if s["peer"]]
+
+    def best(key):
+        vals = [stat[n][key] for n in peers if stat[n][key] is not None]
+        return min(vals) if vals else None
+    b_cold, b_warm, b_req, b_bytes = best("cold"), best("warm"), best("req"), best("bytes")
+    plain = med(w.get("plain_warm", []))
+    rows = []
+    for name, s in systems.items():
+        runs, st = s["runs"], stat[name]
+        rows.append([
+            f"**{name}**" if not s["peer"] else name,
+            spread([x["cold"] for x in runs]), ratio(st["cold"], b_cold),
+            spread([x["warm"] for x in runs]), ratio(st["warm"], plain),
+            spread([x["mount"] for x in runs], "ms"),
+            count(st["req"]), ratio(st["req"], b_req),
+            mib(st["bytes"]), ratio(st["bytes"], b_bytes),
+            mem_mib(runs) if s["daemon"] else "–",
+        ])
+    header = ["system", "cold s (min–max)", "cold ×best peer", "warm s (min–max)",
+              "warm ×plain dir", "mount ms", "requests", "req ×best peer", "MiB read",
+              "MiB ×best peer", "daemon RSS MiB"]
+    text = table(header, rows)
+    if plain is not None:
+        text += (f"\n\nPlain directory (the source tree on the host disk, warm): "
+                 f"{spread(w['plain_warm'])} s.")
+    return text, stat, b_cold, b_req, plain
+
+
+def rw_table(rw):
+    systems = rw.get("systems", {})
+    if not systems:
+        return "Not run."
+    phases = ("write_us", "rewrite_us", "read_us")
+    st = {n: {p: med([r[p] for r in s["runs"]]) for p in phases} for n, s in systems.items()}
+    peers = [n for n, s in systems.items() if s["peer"]]
+    best = {p: min((st[n][p] for n in peers), default=None) for p in phases}
+    rows = []
+    for n, s in systems.items():
+        row = [f"**{n}**" if not s["peer"] else n]
+        for p in phases:
+            vals = [r[p] for r in s["runs"]]
+            row += [f"{med(vals):.2f} ({min(vals):.2f}–{max(vals):.2f})", ratio(st[n][p], best[p])]
+        rows.append(row)
+    return (f"{rw['size']} in 4 KiB calls to one file (bench/rw): write, rewrite from offset 0, "
+            f"read back. Microseconds per call, median (min–max).\n\n" +
+            table(["system", "write µs", "×best peer", "rewrite µs", "×best peer", "read µs",
+                   "×best peer"], rows))
+
+
+def build_tables(builds):
+    parts = []
+    for tree, t in builds.items():
+        rows_d = t["rows"]
+        if not rows_d:
+            continue
+        peer_t = [r["secs"] for r in rows_d.values() if r["peer"]]
+        peer_s = [r["bytes"] for r in rows_d.values() if r["peer"]]
+        bt, bs = (min(peer_t) if peer_t else None), (min(peer_s) if peer_s else None)
+        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"], f"{r['secs']:.2f}",
+                 ratio(r["secs"], bt), mib(r["bytes"]), ratio(r["bytes"], bs)]
+                for r in rows_d.values()]
+        parts.append(f"`{tree}` ({t['src']}):\n\n" +
+                     table(["builder", "time s", "×best peer", "size MiB", "×best peer"], rows))
+    return "\n\n".join(parts) if parts else "Not run."
+
+
+def files_tables(files):
+    parts = []
+    for n, f in files.items():
+        systems = f["systems"]
+        if not systems:
+            continue
+        mounts = {k: med([r["mount"] for r in s["runs"]]) for k, s in systems.items()}
+        lookups = {k: med([r["lookup"] for r in s["runs"]]) for k, s in systems.items()}
+        peers = [k for k, s in systems.items() if s["peer"]]
+        bm = min((mounts[k] for k in peers), default=None)
+        bl = min((lookups[k] for k in peers), default=None)
+        rows = []
+        for k, s in systems.items():
+            runs = s["runs"]
+            rows.append([f"**{k}**" if not s["peer"] else k,
+                         spread([r["mount"] for r in runs], "ms"), ratio(mounts[k], bm),
+                         spread([r["lookup"] for r in runs], "ms"), ratio(lookups[k], bl),
+                         spread([r["list"] for r in runs], "ms"),
+                         count(med([r["req"] for r in runs])),
+                         f"{med([r['bytes'] for r in runs]) / 1024:.0f}",
+                         mem_mib(runs) if s["daemon"] else "–"])
+        parts.append(f"{int(n):,} empty files, 1000 per directory; cold: mount, then `stat` of "
+                     f"`{f['probe']}`, then list its directory:\n\n" +
+                     table(["system", "mount ms", "×best peer", "first stat ms", "×best peer",
+                            "list 1000 ms", "requests", "KiB read", "daemon RSS MiB"], rows))
+    return "\n\n".join(parts) if parts else "Not run."
+
+
+# ------------------------------------------------------------------ charts
+
+def chart(w, path, title):
+    """A bar per system: cold median, with min–max error bars."""
+    if not shutil.which("gnuplot") or not w.get("systems"):
+        return False
+    data = path + ".dat"
+    with open(data, "w") as f:
+        for i, (name, s) in enumerate(w["systems"].items()):
+            c = [r["cold"] for r in s["runs"]]
+            label = name.replace('"', "'").replace(" (no delayfs)", "").replace(", ", "\\n")
+            label = label.replace(" ordered + prefetch", "\\nordered+prefetch")
+            f.write(f'{i} "{label}" {med(c):.4f} {min(c):.4f} {max(c):.4f} '
+                    f'{0 if s["peer"] else 1}\n')
+    plain = med(w.get("plain_warm", []))
+    script = f"""
+set terminal pngcairo size 1000,520 font "sans,10"
+set output "{path}"
+set title "{title}"
+set ylabel "seconds (median, min-max)"
+set style fill solid 0.8 border -1
+set boxwidth 0.6
+set yrange [0:*]
+set grid ytics
+set key top left
+set xtics rotate by -30 left font "sans,9"
+set offsets 0.5, 0.5, 0, 0
+"""
+    if plain is not None:
+        script += f'set arrow from graph 0, first {plain} to graph 1, first {plain} nohead dt 2 lc "gray40"\n'
+        script += f'set label "warm, plain directory" at graph 0.01, first {plain} offset 0,0.6 tc "gray40"\n'
+    script += (f'plot "{data}" using 1:($6==1?$3:1/0):xtic(2) with boxes lc "#2a7f62" title "cairn", '
+               f'"" using 1:($6==0?$3:1/0) with boxes lc "#8a8f98" title "peers", '
+               f'"" using 1:3:4:5 with yerrorbars lc "black" pt 0 notitle\n')
+    p = subprocess.run(["gnuplot"], input=script, text=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    os.unlink(data)
+    return p.returncode == 0 and os.path.exists(path)
+
+
+# ------------------------------------------------------------------ summary
+
+def summary(r, stats):
+    lines = []
+    j = r["workloads"].get("java")
+    if j and "java" in stats:
+        st, b_cold, b_req, plain = stats["java"]
+        peers = {n: st[n] for n, s in j["systems"].items() if s["peer"]}
+        for name in [n for n, s in j["systems"].items() if not s["peer"]]:
+            c = st[name]
+            parts = [f"{n} {c['cold'] / p['cold']:.2f}× time, "
+                     f"{(c['req'] or 0) / p['req']:.2f}× requests"
+                     for n, p in peers.items() if p["cold"] and p["req"]]
+            lines.append(f"- Java Hello cold, **{name}**: {c['cold']:.3f} s, "
+                         f"{count(c['req'])} requests, {mib(c['bytes'])} MiB. Against "
+                         + "; ".join(parts) + ".")
+        for name in [n for n, s in j["systems"].items() if not s["peer"] and not s["direct"]]:
+            c = st[name]
+            erofs = st.get("kernel erofs")
+            goals = [f"cold/warm {c['cold'] / c['warm']:.2f} (goal ≤ 1.3)"]
+            if erofs:
+                goals.append(f"cold/erofs cold {c['cold'] / erofs['cold']:.2f} (goal ≤ 0.5)")
+            goals.append(f"{count(c['req'])} requests (goal < 30)")
+            if plain:
+                goals.append(f"warm/plain dir {c['warm'] / plain:.2f} (goal ≤ 1.05)")
+            lines.append(f"- Goals, {name}: " + ", ".join(goals) + ".")
+    rw = r.get("rw", {}).get("systems", {})
+    if "kernel tmpfs" in rw:
+        t = {p: med([x[p] for x in rw["kernel tmpfs"]["runs"]])
+             for p in ("write_us", "rewrite_us", "read_us")}
+        for name, s in rw.items():
+            if s["peer"]:
+                continue
+            v = {p: med([x[p] for x in s["runs"]]) for p in t}
+            lines.append(f"- Seed 001, **{name}** per call vs kernel tmpfs: write "
+                         f"{v['write_us'] / t['write_us']:.2f}×, rewrite "
+                         f"{v['rewrite_us'] / t['rewrite_us']:.2f}×, read "
+                         f"{v['read_us'] / t['read_us']:.2f}× (goal ≤ 1.5×).")
+    return "\n".join(lines) if lines else "- No cairn figures in this run (see Skipped)."
+
+
+# ------------------------------------------------------------------ the page
+
+def other_section(name, title, out):
+    """A section another part of the project writes (docs/bench/<name>)."""
+    for d in (os.path.join(out, "bench"), os.path.join(REPO, "docs", "bench")):
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            text = open(p).read().strip()
+            # demote its headings so they nest under ours
+            text = re.sub(r"^(#+) ", lambda m: "#" * min(len(m.group(1)) + 2, 6) + " ", text,
+                          flags=re.M)
+            return f"## {title}\n\nFrom [bench/{name}](bench/{name}) (written by its own " \
+                   f"benchmark, included as is).\n\n{text}\n"
+    return ""
+
+
+def write(r, out, b):
+    os.makedirs(os.path.join(out, "bench"), exist_ok=True)
+    with open(os.path.join(out, "bench", "results.json"), "w") as f:
+        json.dump(r, f, indent=1, default=str)
+    stats = {}
+    sections = []
+    charts = []
+    for key, w in r["workloads"].items():
+        text, st, b_cold, b_req, plain = ro_table(w)
+        stats[key] = (st, b_cold, b_req, plain)
+        png = "coldstart.png" if key == "java" else f"coldstart-{key}.png"
+        if chart(w, os.path.join(out, "bench", png), f"{w['title']}: cold, {r['delay']} per request"):
+            charts.append((w["title"], png))
+            text += f"\n\n![{w['title']}, cold](bench/{png})"
+        sections.append(f"### {w['title']}\n\n{w['about']}.\n\n{text}")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    skipped = "\n".join(f"- {s['what']}: {s['why']}" for s in r["skipped"]) or "- nothing"
+    failed = "\n".join(f"- {s['what']}: {s['why']}" for s in r["failures"]) or "- nothing"
+    traces = r.get("traces", {})
+    trace_note = ""
+    if traces:
+        trace_note = ("\n\nThe ordered cairn images were rebuilt with `cairn mkfs --order` from "
+                      "an order recorded by `cairn mount -o trace=FILE` during one cold run of "
+                      "the same workload (" +
+                      ", ".join(f"{k}: {v} lines" for k, v in traces.items()) +
+                      "), and are mounted with `-o prefetch`.")
+    page = f"""# cairn benchmarks
+
+Generated by `bench/run.sh {r['mode']}` (`make bench`) on {now}, in {r['elapsed']:.0f} s.
+Do not edit: every figure below comes from that run. Raw data:
+[bench/results.json](bench/results.json).
+
+![Java Hello cold start per system](bench/coldstart.png)
+
+## Summary
+
+{summary(r, stats)}
+
+## Machine
+
+{machine_info(b)}
+
+## Method
+
+{method(r)}
+
+## Read-only workloads{trace_note}
+
+{chr(10).join(s + chr(10) + chr(10) for s in sections).rstrip()}
+
+## Writable layer: the seed 001 test
+
+{rw_table(r.get('rw', {}))}
+
+## Image build time and size
+
+One build each, source tree warm in the page cache, mksquashfs using all cores.
+
+{build_tables(r['builds'])}
+
+## Open/mount time for big trees
+
+{files_tables(r['files'])}
+
+{other_section('io.md', 'IO stack', out)}
+{other_section('ramfs.md', 'RAM file system', out)}
+## Skipped
+
+{skipped}
+
+## Failed
+
+{failed}
+"""
+    page = re.sub(r"\n{3,}", "\n\n", page)
+    with open(os.path.join(out, "BENCHMARKS.md"), "w") as f:
+        f.write(page)

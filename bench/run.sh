@@ -1,0 +1,43 @@
+#!/bin/sh
+# cairn benchmarks: `bench/run.sh quick|full` (make bench-quick / make bench).
+# full writes docs/BENCHMARKS.md and docs/bench/*.png; quick writes the same into
+# $BUILD/bench-quick/ so checking a change does not touch the committed results.
+# Needs root (loop devices, mounts, drop_caches). Everything it mounts, attaches or starts
+# lives under one work dir on tmpfs and is undone on exit, error or interrupt.
+set -eu
+
+mode=${1:-quick}
+case "$mode" in
+  quick|full) ;;
+  *) echo "usage: bench/run.sh quick|full" >&2; exit 2 ;;
+esac
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+build=${BUILD:-build}
+case "$build" in /*) ;; *) build="$repo/$build" ;; esac
+if [ "$mode" = full ]; then out="$repo/docs"; else out="$build/bench-quick"; fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bench: needs root (loop devices, mounts, drop_caches)" >&2
+  exit 1
+fi
+for t in delayfs rw; do
+  if [ ! -x "$build/bench/$t" ]; then
+    echo "bench: $build/bench/$t missing: run make first" >&2
+    exit 1
+  fi
+done
+
+# Images live in RAM (tmpfs) so the only disk is the emulated one.
+work=$(mktemp -d /dev/shm/cairn-bench.XXXXXX)
+cleanup() {
+  "$here/cleanup.sh" "$work" || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+mkdir -p "$out"
+# A little priority over background compiles keeps scheduling noise out of the figures
+# (BENCH_NICE=0 to turn off). Every workload and daemon inherits it.
+nice -n "${BENCH_NICE:--5}" /usr/bin/python3 -B "$here/bench.py" --mode "$mode" --work "$work" --build "$build" --out "$out" \
+  ${BENCH_ARGS:-}

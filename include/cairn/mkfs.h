@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layer 3 (writer side): the image builder. Independent of the reader: it only
+ * shares include/cairn/format.h with it.
+ *
+ * A builder collects a tree in memory (metadata only: names, attributes, xattrs,
+ * symlink targets, inline data of small files, host paths of the rest), then
+ * writes the image in one pass over the file data. Memory use is proportional
+ * to the metadata, never to the file data.
+ *
+ *   struct cairn_mkfs *m;
+ *   cairn_mkfs_new(&opts, &m);
+ *   cairn_mkfs_add_tree(m, "/", "/srv/root");      and/or
+ *   cairn_mkfs_add_manifest(m, "usr.manifest");
+ *   cairn_mkfs_write_path(m, "out.cairn");          temp file, fsync, rename
+ *   cairn_mkfs_free(m);
+ *
+ * Every call returns 0 or a negative errno. On failure cairn_mkfs_error() gives
+ * a one-line message naming the path or line at fault.
+ *
+ * Ownership: cairn_mkfs_new() copies what it needs from opts (strings included);
+ * the caller keeps opts. The builder is not thread-safe (one thread at a time).
+ */
+#ifndef CAIRN_MKFS_H
+#define CAIRN_MKFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cairn_mkfs;
+
+struct cairn_mkfs_opts {
+	int all_root;               /* every uid and gid becomes 0 */
+	int64_t uid, gid;           /* >= 0: force this owner; -1: keep the source's */
+	int set_mtime;              /* nonzero: every time becomes `mtime` (nsec 0) */
+	int64_t mtime;              /*   seconds since the epoch; also the build_time */
+	int set_epoch;              /* nonzero: SOURCE_DATE_EPOCH semantics: times later */
+	int64_t epoch;              /*   than `epoch` are clamped to it; build_time = epoch */
+	const char *const *excludes;/* fnmatch(3) patterns on the in-image path (see MANIFEST.md) */
+	size_t exclude_count;
+	const char *order_file;     /* NULL or a file of in-image paths (data order) */
+	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
+	/* Progress of the data copy: done and total bytes. Called at most every
+	 * few MiB; may be NULL. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	/* Non-fatal notes (e.g. an --order path not in the image); may be NULL. */
+	void (*warn)(void *ctx, const char *msg);
+	void *ctx;
+};
+
+/* Defaults: keep owners and times, no excludes, no order. */
+void cairn_mkfs_opts_init(struct cairn_mkfs_opts *o);
+
+int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out);
+void cairn_mkfs_free(struct cairn_mkfs *m);
+/* The message of the last failure ("" if none). Valid until the next call. */
+const char *cairn_mkfs_error(const struct cairn_mkfs *m);
+
+/* Add the host directory `host_dir` (recursively, symlinks not followed) as the
+ * in-image directory `guest_dir` ("/" for the root). The directory itself takes
+ * host_dir's attributes. Entries already present are replaced. */
+int cairn_mkfs_add_tree(struct cairn_mkfs *m, const char *guest_dir, const char *host_dir);
+/* Add one host object (file, directory without its contents, device, ...) at
+ * guest_path; with `follow`, a host symlink is followed. */
+int cairn_mkfs_add_path(struct cairn_mkfs *m, const char *guest_path, const char *host_path,
+			int follow);
+/* Add a symlink guest_path -> target. */
+int cairn_mkfs_add_symlink(struct cairn_mkfs *m, const char *guest_path, const char *target);
+/* Apply a manifest (docs/MANIFEST.md). Relative host paths resolve against
+ * `base_dir` (the manifest's directory for add_manifest). `name` labels errors. */
+int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *manifest_path);
+int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t len,
+				 const char *base_dir, const char *name);
+
+/* Write the image to `fd` (positioned writes from offset 0; the file is truncated
+ * to the image size). Does not fsync or close. */
+int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd);
+/* Write `path` atomically: a temporary file next to it, fsync, rename. Nothing is
+ * left at `path` (nor a temporary) on failure. */
+int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path);
+
+/* Statistics of the last write. */
+struct cairn_mkfs_stats {
+	uint64_t inodes, files, dirs, symlinks, hardlinks, others;
+	uint64_t inline_files, sparse_files, dedup_files, dedup_bytes;
+	uint64_t data_bytes;        /* logical bytes of all regular files */
+	uint64_t image_size, meta_len, data_len, hot_len;
+};
+void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *out);
+
+/*
+ * Manifest parser, pure (no file system access), callable on any buffer so it
+ * can be fuzzed. One callback per entry line, in order; a nonzero return from
+ * the callback stops parsing and is returned. Syntax errors return -EINVAL with
+ * "line N: reason" in err.
+ */
+enum cairn_manifest_kind {
+	CAIRN_MANIFEST_PATH,     /* "/guest: host"          one object */
+	CAIRN_MANIFEST_TREE,     /* "/guest/" "**: host/" "**"  host's contents, recursively */
+	CAIRN_MANIFEST_GLOB,     /* "/guest/" "*: host/PAT" the entries of host matching PAT */
+	CAIRN_MANIFEST_SYMLINK,  /* "/guest -> target" */
+};
+struct cairn_manifest_entry {
+	enum cairn_manifest_kind kind;
+	unsigned line;
+	const char *guest;       /* NUL-terminated; the TREE or GLOB suffix removed */
+	const char *host;        /* host path (TREE suffix removed; GLOB: its directory),
+				  * or the symlink target */
+	const char *pattern;     /* GLOB: the last component of the host side; else NULL */
+};
+typedef int (*cairn_manifest_cb)(void *ctx, const struct cairn_manifest_entry *e);
+int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, void *ctx,
+			 char *err, size_t err_len);
+
+/*
+ * Order file parser (mkfs --order), pure as well: one in-image path per line, or
+ * "PATH OFFSET LENGTH" range records (the mount's trace); the ranges are ignored.
+ * '#' starts a comment line, blank lines are skipped.
+ */
+typedef int (*cairn_order_cb)(void *ctx, const char *path, size_t path_len, unsigned line);
+int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx);
+
+/* fnmatch-based exclude test as mkfs uses it: a pattern starting with '/' is
+ * matched against the whole in-image path ("/a/b"), any other pattern against the
+ * path without its leading '/' ("a/b"). '*' also matches '/'. */
+int cairn_mkfs_path_excluded(const char *path, const char *const *patterns, size_t n);
+
+#endif

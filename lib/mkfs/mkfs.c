@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The image builder object: containers, the in-memory tree, guest path
+ * resolution (with symlink-loop detection) and manifest application.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "mkfs_int.h"
+
+/* ---- containers ---- */
+
+void mk_vec_init(struct mk_vec *v, size_t elem)
+{
+	memset(v, 0, sizeof(*v));
+	v->elem = elem;
+}
+
+void mk_vec_free(struct mk_vec *v)
+{
+	free(v->p);
+	v->p = NULL;
+	v->n = v->cap = 0;
+}
+
+static int mk_vec_reserve(struct mk_vec *v, size_t more)
+{
+	if (v->n + more <= v->cap)
+		return 0;
+	size_t cap = v->cap ? v->cap : 64;
+	while (cap < v->n + more)
+		cap *= 2;
+	void *p = realloc(v->p, cap * v->elem);
+	if (!p)
+		return -ENOMEM;
+	v->p = p;
+	v->cap = cap;
+	return 0;
+}
+
+void *mk_vec_push(struct mk_vec *v)
+{
+	if (mk_vec_reserve(v, 1))
+		return NULL;
+	void *e = (char *)v->p + v->n * v->elem;
+	memset(e, 0, v->elem);
+	v->n++;
+	return e;
+}
+
+int64_t mk_vec_append(struct mk_vec *v, const void *data, size_t len)
+{
+	if (mk_vec_reserve(v, len))
+		return -1;
+	int64_t off = (int64_t)v->n;
+	if (len)
+		memcpy((char *)v->p + v->n, data, len);
+	v->n += len;
+	return off;
+}
+
+void mk_map_free(struct mk_map *m)
+{
+	free(m->s);
+	memset(m, 0, sizeof(*m));
+}
+
+int mk_map_find(const struct mk_map *m, uint64_t hash, mk_eq_fn eq, void *ctx, uint64_t *val)
+{
+	if (!m->cap)
+		return 0;
+	for (size_t i = hash & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		const struct mk_slot *s = &m->s[i];
+		if (!s->val1)
+			return 0;
+		if (s->hash == hash && eq(ctx, s->val1 - 1)) {
+			*val = s->val1 - 1;
+			return 1;
+		}
+	}
+}
+
+static void map_insert(struct mk_slot *s, size_t cap, uint64_t hash, uint64_t val1)
+{
+	size_t i = hash & (cap - 1);
+	while (s[i].val1)
+		i = (i + 1) & (cap - 1);
+	s[i].hash = hash;
+	s[i].val1 = val1;
+}
+
+int mk_map_put(struct mk_map *m, uint64_t hash, uint64_t val)
+{
+	if ((m->n + 1) * 4 > m->cap * 3) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		struct mk_slot *s = calloc(cap, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].val1)
+				map_insert(s, cap, m->s[i].hash, m->s[i].val1);
+		free(m->s);
+		m->s = s;
+		m->cap = cap;
+	}
+	map_insert(m->s, m->cap, hash, val + 1);
+	m->n++;
+	return 0;
+}
+
+int mk_err(struct cairn_mkfs *m, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof(m->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int64_t mk_arena_str(struct cairn_mkfs *m, const void *s, size_t len)
+{
+	int64_t off = mk_vec_append(&m->arena, s, len);
+	if (off < 0 || mk_vec_append(&m->arena, "", 1) < 0)
+		return -1;
+	return off;
+}
+
+/* ---- the tree ---- */
+
+int mk_inode_new(struct cairn_mkfs *m, uint32_t *out)
+{
+	if (m->inodes.n >= CAIRN_INO_MAX - 1)
+		return mk_err(m, -EFBIG, "too many inodes (limit %llu)",
+			      (unsigned long long)CAIRN_INO_MAX);
+	struct mk_inode *in = mk_vec_push(&m->inodes);
+	if (!in)
+		return mk_err(m, -ENOMEM, "out of memory");
+	in->first_child = MK_NONE;
+	in->parent = MK_NONE;
+	*out = (uint32_t)(m->inodes.n - 1);
+	return 0;
+}
+
+struct name_key {
+	struct cairn_mkfs *m;
+	uint32_t dir;
+	const char *name;
+	size_t len;
+};
+
+static uint64_t name_hash(uint32_t dir, const char *name, size_t len)
+{
+	return XXH3_64bits_withSeed(name, len, dir);
+}
+
+static int name_eq(void *ctx, uint64_t val)
+{
+	struct name_key *k = ctx;
+	struct mk_entry *e = mk_ent(k->m, (uint32_t)val);
+
+	return e->dir == k->dir && e->name_len == k->len &&
+	       !memcmp(mk_str(k->m, e->name), k->name, k->len);
+}
+
+uint32_t mk_lookup(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len)
+{
+	struct name_key k = { m, dir, name, len };
+	uint64_t v;
+
+	if (mk_map_find(&m->names, name_hash(dir, name, len), name_eq, &k, &v))
+		return (uint32_t)v;
+	return MK_NONE;
+}
+
+int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, uint32_t ino,
+	    const char *guest_path)
+{
+	if (len == 0 || len > CAIRN_NAME_MAX)
+		return mk_err(m, -ENAMETOOLONG, "%s: name longer than %u bytes", guest_path,
+			      CAIRN_NAME_MAX);
+	if (memchr(name, '/', len) || (len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return mk_err(m, -EINVAL, "%s: invalid name", guest_path);
+	uint32_t e = mk_lookup(m, dir, name, len);
+	if (e != MK_NONE) {
+		mk_ent(m, e)->inode = ino;
+		return 0;
+	}
+	int64_t off = mk_arena_str(m, name, len);
+	struct mk_entry *ent = mk_vec_push(&m->entries);
+	if (off < 0 || !ent)
+		return mk_err(m, -ENOMEM, "out of memory");
+	uint32_t idx = (uint32_t)(m->entries.n - 1);
+	ent->name = (uint64_t)off;
+	ent->name_len = (uint32_t)len;
+	ent->dir = dir;
+	ent->inode = ino;
+	struct mk_inode *d = mk_ino(m, dir);
+	ent->next = d->first_child;
+	d->first_child = idx;
+	d->nchild++;
+	if (mk_map_put(&m->names, name_hash(dir, name, len), idx))
+		return mk_err(m, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static void clamp_time(const struct cairn_mkfs *m, int64_t *sec, uint32_t *nsec)
+{
+	if (m->o.set_mtime) {
+		*sec = m->o.mtime;
+		*nsec = 0;
+	} else if (m->o.set_epoch && *sec >= m->o.epoch) {
+		*sec = m->o.epoch;
+		*nsec = 0;
+	}
+}
+
+/* Owner and time overrides of the options, applied to every inode as it is made. */
+void mk_apply_opts(struct cairn_mkfs *m, struct mk_inode *in)
+{
+	if (m->o.all_root)
+		in->uid = in->gid = 0;
+	if (m->o.uid >= 0)
+		in->uid = (uint32_t)m->o.uid;
+	if (m->o.gid >= 0)
+		in->gid = (uint32_t)m->o.gid;
+	clamp_time(m, &in->atime, &in->atime_ns);
+	clamp_time(m, &in->mtime, &in->mtime_ns);
+	clamp_time(m, &in->ctime, &in->ctime_ns);
+}
+
+/* A directory made up by mkfs (root of a manifest, parents of guest paths). */
+static int mk_synth(struct cairn_mkfs *m, uint32_t mode, uint32_t *out)
+{
+	int rc = mk_inode_new(m, out);
+	if (rc)
+		return rc;
+	struct mk_inode *in = mk_ino(m, *out);
+	in->mode = mode;
+	in->atime = in->mtime = in->ctime = m->build_time;
+	mk_apply_opts(m, in);
+	return 0;
+}
+
+/* ---- guest paths ---- */
+
+#define MK_MAX_HOPS 40
+
+/*
+ * Walk `path` (relative to directory `cur`, or to the root if it starts with '/')
+ * as a chain of directories, creating missing ones, following guest symlinks.
+ * `shown` is the path for messages. hops counts symlinks followed (loop guard).
+ */
+static int walk_dirs(struct cairn_mkfs *m, uint32_t cur, const char *path, size_t len,
+		     const char *shown, int *hops, uint32_t *out)
+{
+	const char *p = path, *end = path + len;
+
+	if (p < end && *p == '/')
+		cur = m->root;
+	while (p < end) {
+		while (p < end && *p == '/')
+			p++;
+		const char *c = p;
+		while (p < end && *p != '/')
+			p++;
+		size_t cl = (size_t)(p - c);
+		if (!cl || (cl == 1 && c[0] == '.'))
+			continue;
+		if (cl == 2 && c[0] == '.' && c[1] == '.') {
+			uint32_t up = mk_ino(m, cur)->parent;
+			cur = up == MK_NONE ? m->root : up;
+			continue;
+		}
+		uint32_t e = mk_lookup(m, cur, c, cl);
+		uint32_t ino;
+		if (e == MK_NONE) {
+			int rc = mk_synth(m, S_IFDIR | 0755, &ino);
+			if (!rc)
+				rc = mk_link(m, cur, c, cl, ino, shown);
+			if (rc)
+				return rc;
+			mk_ino(m, ino)->parent = cur;
+		} else {
+			ino = mk_ent(m, e)->inode;
+		}
+		struct mk_inode *in = mk_ino(m, ino);
+		if (S_ISLNK(in->mode)) {
+			if (++*hops > MK_MAX_HOPS)
+				return mk_err(m, -ELOOP, "%s: symlink loop in the image (at '%.*s')",
+					      shown, (int)cl, c);
+			const char *t = mk_str(m, in->str);
+			int rc = walk_dirs(m, cur, t, in->str_len, shown, hops, &cur);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (!S_ISDIR(in->mode))
+			return mk_err(m, -ENOTDIR, "%s: '%.*s' is not a directory in the image",
+				      shown, (int)cl, c);
+		cur = ino;
+	}
+	*out = cur;
+	return 0;
+}
+
+/* Split a guest path into its parent directory (created as needed) and last name. */
+static int guest_parent(struct cairn_mkfs *m, const char *guest, uint32_t *dir,
+			const char **name, size_t *name_len)
+{
+	size_t len = strlen(guest);
+	int hops = 0;
+
+	while (len > 1 && guest[len - 1] == '/')
+		len--;
+	const char *slash = guest + len;
+	while (slash > guest && slash[-1] != '/')
+		slash--;
+	*name = slash;
+	*name_len = (size_t)(guest + len - slash);
+	if (*name_len == 0 || (*name_len == 1 && **name == '.') ||
+	    (*name_len == 2 && !memcmp(*name, "..", 2)))
+		return mk_err(m, -EINVAL, "%s: invalid in-image path", guest);
+	return walk_dirs(m, m->root, guest, (size_t)(slash - guest), guest, &hops, dir);
+}
+
+static int guest_is_root(const char *guest)
+{
+	for (; *guest; guest++)
+		if (*guest != '/')
+			return 0;
+	return 1;
+}
+
+/* ---- public API ---- */
+
+void cairn_mkfs_opts_init(struct cairn_mkfs_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->uid = o->gid = -1;
+}
+
+int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out)
+{
+	struct cairn_mkfs *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->o = *o;
+	m->o.excludes = NULL;
+	m->o.order_file = NULL;
+	mk_vec_init(&m->arena, 1);
+	mk_vec_init(&m->inodes, sizeof(struct mk_inode));
+	mk_vec_init(&m->entries, sizeof(struct mk_entry));
+	mk_vec_init(&m->xattrs, sizeof(struct mk_xattr));
+	mk_vec_init(&m->exts, sizeof(struct mk_ext));
+	mk_vec_init(&m->hl, sizeof(struct mk_hardlink));
+	m->build_time = o->set_mtime ? o->mtime : o->set_epoch ? o->epoch : 0;
+	if (o->exclude_count) {
+		m->excludes = calloc(o->exclude_count, sizeof(char *));
+		if (!m->excludes)
+			goto nomem;
+		for (size_t i = 0; i < o->exclude_count; i++)
+			if (!(m->excludes[i] = strdup(o->excludes[i])))
+				goto nomem;
+		m->o.excludes = (const char *const *)m->excludes;
+	}
+	if (o->order_file && !(m->o.order_file = strdup(o->order_file)))
+		goto nomem;
+	uint32_t root;
+	if (mk_synth(m, S_IFDIR | 0755, &root))
+		goto nomem;
+	m->root = root;
+	*out = m;
+	return 0;
+nomem:
+	cairn_mkfs_free(m);
+	return -ENOMEM;
+}
+
+void cairn_mkfs_free(struct cairn_mkfs *m)
+{
+	if (!m)
+		return;
+	if (m->excludes)
+		for (size_t i = 0; i < m->o.exclude_count; i++)
+			free(m->excludes[i]);
+	free(m->excludes);
+	free((char *)m->o.order_file);
+	mk_vec_free(&m->arena);
+	mk_vec_free(&m->inodes);
+	mk_vec_free(&m->entries);
+	mk_vec_free(&m->xattrs);
+	mk_vec_free(&m->exts);
+	mk_vec_free(&m->hl);
+	mk_map_free(&m->names);
+	mk_map_free(&m->hardlinks);
+	free(m->xbuf);
+	free(m);
+}
+
+const char *cairn_mkfs_error(const struct cairn_mkfs *m)
+{
+	return m->err;
+}
+
+void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *out)
+{
+	*out = m->stats;
+}
+
+int cairn_mkfs_add_tree(struct cairn_mkfs *m, const char *guest_dir, const char *host_dir)
+{
+	if (guest_dir[0] != '/')
+		return mk_err(m, -EINVAL, "%s: in-image path must start with '/'", guest_dir);
+	if (guest_is_root(guest_dir))
+		return mk_scan_tree_into(m, m->root, host_dir, "", 1);
+	uint32_t dir;
+	const char *name;
+	size_t nl;
+	int rc = guest_parent(m, guest_dir, &dir, &name, &nl);
+	if (rc)
+		return rc;
+	return mk_scan_path(m, dir, name, nl, host_dir, guest_dir, 1, 1);
+}
+
+int cairn_mkfs_add_path(struct cairn_mkfs *m, const char *guest_path, const char *host_path,
+			int follow)
+{
+	if (guest_path[0] != '/')
+		return mk_err(m, -EINVAL, "%s: in-image path must start with '/'", guest_path);
+	if (guest_is_root(guest_path))
+		return mk_scan_tree_into(m, m->root, host_path, "", 0);
+	uint32_t dir;
+	const char *name;
+	size_t nl;
+	int rc = guest_parent(m, guest_path, &dir, &name, &nl);
+	if (rc)
+		return rc;
+	return mk_scan_path(m, dir, name, nl, host_path, guest_path, follow, 0);
+}
+
+int cairn_mkfs_add_symlink(struct cairn_mkfs *m, const char *guest_path, const char *target)
+{
+	size_t tl = strlen(target);
+	uint32_t dir, ino;
+	const char *name;
+	size_t nl;
+
+	if (guest_path[0] != '/' || guest_is_root(guest_path))
+		return mk_err(m, -EINVAL, "%s: invalid in-image path for a symlink", guest_path);
+	if (tl == 0 || tl > CAIRN_SYMLINK_MAX)
+		return mk_err(m, -ENAMETOOLONG, "%s: symlink target empty or longer than %u bytes",
+			      guest_path, CAIRN_SYMLINK_MAX);
+	int rc = guest_parent(m, guest_path, &dir, &name, &nl);
+	if (rc)
+		return rc;
+	if ((rc = mk_synth(m, S_IFLNK | 0777, &ino)))
+		return rc;
+	int64_t off = mk_arena_str(m, target, tl);
+	if (off < 0)
+		return mk_err(m, -ENOMEM, "out of memory");
+	struct mk_inode *in = mk_ino(m, ino);
+	in->str = (uint64_t)off;
+	in->str_len = (uint32_t)tl;
+	in->size = tl;
+	return mk_link(m, dir, name, nl, ino, guest_path);
+}
+
+/* ---- manifests ---- */
+
+struct manifest_ctx {
+	struct cairn_mkfs *m;
+	const char *base;
+	const char *name;
+};
+
+/* Host path of a manifest line: relative ones resolve against the manifest's dir. */
+static char *host_join(const char *base, const char *host)
+{
+	size_t bl = strlen(base), hl = strlen(host);
+	char *s;
+
+	if (host[0] == '/' || !bl)
+		return strdup(host);
+	s = malloc(bl + hl + 2);
+	if (!s)
+		return NULL;
+	memcpy(s, base, bl);
+	s[bl] = '/';
+	memcpy(s + bl + 1, host, hl + 1);
+	return s;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* GLOB: entries of host dir matching the pattern, sorted, each as guest/name. */
+static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
+		      const char *pattern)
+{
+	int fd = mk_open_long(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return mk_err(m, -errno, "%s: %s", host, strerror(errno));
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return mk_err(m, -errno, "%s: %s", host, strerror(errno));
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fnmatch(pattern, de->d_name, FNM_PERIOD))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			char **nn = realloc(names, cap * sizeof(*names));
+			if (!nn) {
+				rc = -ENOMEM;
+				break;
+			}
+			names = nn;
+		}
+		if (!(names[n] = strdup(de->d_name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (!rc && n > 1)
+		qsort(names, n, sizeof(*names), name_cmp);
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t gl = strlen(guest), hl = strlen(host), nl = strlen(names[i]);
+		char *g = malloc(gl + nl + 2), *h = malloc(hl + nl + 2);
+		if (!g || !h) {
+			rc = -ENOMEM;
+		} else {
+			sprintf(g, "%s%s%s", guest, guest[gl - 1] == '/' ? "" : "/", names[i]);
+			sprintf(h, "%s%s%s", host, host[hl - 1] == '/' ? "" : "/", names[i]);
+			if (!cairn_mkfs_path_excluded(g, m->o.excludes, m->o.exclude_count)) {
+				struct stat st;
+				if (lstat(h, &st))
+					rc = mk_err(m, -errno, "%s: %s", h, strerror(errno));
+				else if (S_ISDIR(st.st_mode))
+					rc = cairn_mkfs_add_tree(m, g, h);
+				else
+					rc = cairn_mkfs_add_path(m, g, h, 0);
+			}
+		}
+		free(g);
+		free(h);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (rc == -ENOMEM)
+		mk_err(m, rc, "out of memory");
+	return rc;
+}
+
+static int manifest_entry(void *ctx, const struct cairn_manifest_entry *e)
+{
+	struct manifest_ctx *c = ctx;
+	struct cairn_mkfs *m = c->m;
+	char *host = NULL;
+	int rc;
+
+	if (e->kind != CAIRN_MANIFEST_SYMLINK && !(host = host_join(c->base, e->host)))
+		return mk_err(m, -ENOMEM, "out of memory");
+	switch (e->kind) {
+	case CAIRN_MANIFEST_SYMLINK:
+		rc = cairn_mkfs_add_symlink(m, e->guest, e->host);
+		break;
+	case CAIRN_MANIFEST_TREE:
+		rc = cairn_mkfs_add_tree(m, e->guest, host);
+		break;
+	case CAIRN_MANIFEST_GLOB:
+		rc = apply_glob(m, e->guest, host, e->pattern);
+		break;
+	default:
+		rc = cairn_mkfs_add_path(m, e->guest, host, 1);
+		break;
+	}
+	free(host);
+	if (rc) {
+		char msg[sizeof(m->err)];
+		snprintf(msg, sizeof(msg), "%s", m->err);
+		mk_err(m, rc, "%s:%u: %s", c->name, e->line, msg);
+	}
+	return rc;
+}
+
+int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t len,
+				 const char *base_dir, const char *name)
+{
+	struct manifest_ctx c = { m, base_dir ? base_dir : "", name ? name : "manifest" };
+	char perr[256];
+
+	m->err[0] = '\0';
+	int rc = cairn_manifest_parse(text, len, manifest_entry, &c, perr, sizeof(perr));
+	if (rc && !m->err[0])
+		mk_err(m, rc, "%s: %s", c.name, perr[0] ? perr : strerror(-rc));
+	return rc;
+}
+
+int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *text = NULL, *base = NULL;
+	int rc;
+
+	if (fd < 0)
+		return mk_err(m, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st)) {
+		rc = mk_err(m, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	base = strdup(path);
+	if (!text || !base) {
+		rc = mk_err(m, -ENOMEM, "out of memory");
+		goto out;
+	}
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = mk_err(m, r ? -errno : -EIO, "%s: read failed", path);
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	char *slash = strrchr(base, '/');
+	if (slash == base)
+		base[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		strcpy(base, ".");
+	rc = cairn_mkfs_add_manifest_text(m, text, got, base, path);
+out:
+	free(text);
+	free(base);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the image builder, shared by scan.c (host tree -> memory),
+ * mkfs.c (API, manifest, guest paths) and write.c (layout, data, metadata).
+ */
+#ifndef CAIRN_MKFS_INT_H
+#define CAIRN_MKFS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <cairn/format.h>
+#include <cairn/mkfs.h>
+
+#define MK_NONE UINT32_MAX
+#define MK_ALIGN(x) (((x) + CAIRN_BLOCK_SIZE - 1) & ~(uint64_t)(CAIRN_BLOCK_SIZE - 1))
+
+/* A growable array of fixed-size elements. */
+struct mk_vec {
+	void *p;
+	size_t n, cap, elem;
+};
+void mk_vec_init(struct mk_vec *v, size_t elem);
+void mk_vec_free(struct mk_vec *v);
+/* Append one zeroed element; returns its address or NULL (ENOMEM). */
+void *mk_vec_push(struct mk_vec *v);
+/* Append raw bytes (elem must be 1); returns the offset or -1 on ENOMEM. */
+int64_t mk_vec_append(struct mk_vec *v, const void *data, size_t len);
+#define MK_AT(v, type, i) (&((type *)(v)->p)[i])
+
+/* Open-addressing multimap from a 64-bit hash to a 64-bit value. Lookups confirm
+ * candidates with an equality callback, so colliding hashes are harmless. */
+struct mk_map {
+	struct mk_slot { uint64_t hash, val1; } *s; /* val1 = value + 1; 0 = empty */
+	size_t cap, n;
+};
+typedef int (*mk_eq_fn)(void *ctx, uint64_t val);
+void mk_map_free(struct mk_map *m);
+/* 1 and *val if found, 0 if not. */
+int mk_map_find(const struct mk_map *m, uint64_t hash, mk_eq_fn eq, void *ctx, uint64_t *val);
+int mk_map_put(struct mk_map *m, uint64_t hash, uint64_t val);
+
+/* One in-memory inode (the image inode is written from it by write.c). */
+struct mk_inode {
+	uint32_t mode, uid, gid, nlink, flags;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	int64_t atime, mtime, ctime;
+	uint64_t size, blocks, rdev;
+	uint32_t ino;          /* image inode number; 0 until layout */
+	uint32_t parent;       /* directories: parent inode index */
+	uint32_t first_child;  /* directories: head of the entry list */
+	uint32_t nchild;
+	uint32_t xattr_n;
+	uint32_t ext_n;        /* EXTENTS files: number of data extents */
+	uint64_t xattr_first;  /* index into m->xattrs */
+	uint64_t ext_first;    /* index into m->exts */
+	uint64_t str;          /* arena: host path (data files), symlink target, inline data */
+	uint32_t str_len;
+	uint8_t hot;           /* listed in --order (already placed) */
+	uint8_t shared;        /* data shared with an earlier file (dedup) */
+	uint64_t data_ref, data_count, hash;
+};
+
+/* A name in a directory. */
+struct mk_entry {
+	uint64_t name;         /* arena offset */
+	uint32_t name_len;
+	uint32_t dir;          /* inode index of the directory */
+	uint32_t inode;        /* inode index of the target */
+	uint32_t next;         /* next entry of the same directory */
+};
+
+struct mk_xattr {
+	uint64_t name, value;  /* arena offsets */
+	uint32_t name_len, value_len;
+};
+
+struct mk_hardlink {
+	uint64_t dev, ino;
+	uint32_t inode;
+};
+
+struct mk_ext {
+	uint64_t file_off, len, disk_off;
+};
+
+struct cairn_mkfs {
+	struct cairn_mkfs_opts o;
+	char **excludes;
+	struct mk_vec arena;   /* bytes: names, paths, targets, xattrs, inline data */
+	struct mk_vec inodes;  /* struct mk_inode */
+	struct mk_vec entries; /* struct mk_entry */
+	struct mk_vec xattrs;  /* struct mk_xattr */
+	struct mk_vec exts;    /* struct mk_ext */
+	struct mk_map names;   /* (dir, name) -> entry index */
+	struct mk_map hardlinks; /* (st_dev, st_ino) -> index into hl */
+	struct mk_vec hl;      /* struct mk_hardlink */
+	uint32_t root;         /* inode index of "/" */
+	int64_t build_time;
+	char err[1024];
+	struct cairn_mkfs_stats stats;
+	/* scan scratch */
+	char *xbuf;            /* listxattr / getxattr buffer */
+	size_t xbuf_cap;
+};
+
+int mk_err(struct cairn_mkfs *m, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static inline struct mk_inode *mk_ino(struct cairn_mkfs *m, uint32_t i)
+{
+	return MK_AT(&m->inodes, struct mk_inode, i);
+}
+static inline struct mk_entry *mk_ent(struct cairn_mkfs *m, uint32_t i)
+{
+	return MK_AT(&m->entries, struct mk_entry, i);
+}
+static inline const char *mk_str(const struct cairn_mkfs *m, uint64_t off)
+{
+	return (const char *)m->arena.p + off;
+}
+int64_t mk_arena_str(struct cairn_mkfs *m, const void *s, size_t len); /* NUL added */
+
+/* Tree (mkfs.c). */
+int mk_inode_new(struct cairn_mkfs *m, uint32_t *out);
+uint32_t mk_lookup(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len);
+/* Bind `name` in directory `dir` to inode `ino`, replacing an existing entry. */
+int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, uint32_t ino,
+	    const char *guest_path);
+void mk_apply_opts(struct cairn_mkfs *m, struct mk_inode *in);
+
+/* Host scanning (scan.c). `follow`: stat the top object through a symlink. */
+int mk_scan_path(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t name_len,
+		 const char *host, const char *guest, int follow, int recurse);
+/* Give directory inode dir_ino the attributes of host dir (followed), and with
+ * `recurse` its contents. */
+int mk_scan_tree_into(struct cairn_mkfs *m, uint32_t dir_ino, const char *host,
+		      const char *guest, int recurse);
+/* Open a host path of any length (components beyond PATH_MAX via openat). */
+int mk_open_long(const char *path, int flags);
+
+/* Writing (write.c). */
+int mk_write(struct cairn_mkfs *m, int fd);
+
+#endif

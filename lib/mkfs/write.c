@@ -1,0 +1,820 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writing an image: number the inodes (breadth first over sorted directories),
+ * lay out the metadata tables and the blob, stream the file data into the data
+ * region (hot prefix first, identical files stored once), then write the
+ * metadata, its checksum table and the superblock. See docs/FORMAT.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "mkfs_int.h"
+
+#define COPY_BUF (1u << 20)
+#define PROGRESS_STEP (16ull << 20)
+
+struct layout {
+	struct cairn_mkfs *m;
+	int fd;
+	struct mk_vec by_ino;    /* uint32_t: inode number -> inode index */
+	struct mk_vec dirents;   /* uint32_t: entry indexes in table order */
+	struct mk_vec dname;     /* uint64_t: blob offset of each dirent's name */
+	struct mk_vec xref;      /* uint64_t[2]: name/value blob offsets per xattr entry */
+	struct mk_vec blob;      /* bytes */
+	struct mk_map strings;   /* blob interning */
+	struct mk_map dedup;     /* (size, hash) -> inode index of the first copy */
+	uint64_t xattr_count, extent_count;
+	uint64_t inode_off, dirent_off, xattr_off, extent_off, blob_off;
+	uint64_t meta_off, meta_len, csum_off, data_off, cursor, hot_len;
+	uint64_t done, total, reported;
+	char *buf, *buf2;
+};
+
+static uint32_t *by_ino(struct layout *l, uint64_t i)
+{
+	return MK_AT(&l->by_ino, uint32_t, i);
+}
+
+/* ---- numbering ---- */
+
+static int entry_cmp(const void *a, const void *b, void *ctx)
+{
+	struct cairn_mkfs *m = ctx;
+	const struct mk_entry *x = mk_ent(m, *(const uint32_t *)a);
+	const struct mk_entry *y = mk_ent(m, *(const uint32_t *)b);
+	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int c = memcmp(mk_str(m, x->name), mk_str(m, y->name), n);
+
+	if (c)
+		return c;
+	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+}
+
+static int number_inodes(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+	uint32_t *slot;
+
+	for (size_t i = 0; i < m->inodes.n; i++) {
+		mk_ino(m, (uint32_t)i)->ino = 0;
+		mk_ino(m, (uint32_t)i)->nlink = 0;
+	}
+	if (!(slot = mk_vec_push(&l->by_ino)))
+		return -ENOMEM;
+	*slot = MK_NONE;
+	if (!(slot = mk_vec_push(&l->by_ino)))
+		return -ENOMEM;
+	*slot = m->root;
+	mk_ino(m, m->root)->ino = CAIRN_ROOT_INO;
+	mk_ino(m, m->root)->parent = m->root;
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *d = mk_ino(m, *by_ino(l, i));
+		if (!S_ISDIR(d->mode))
+			continue;
+		uint64_t first = l->dirents.n;
+		for (uint32_t e = d->first_child; e != MK_NONE; e = mk_ent(m, e)->next) {
+			if (!(slot = mk_vec_push(&l->dirents)))
+				return -ENOMEM;
+			*slot = e;
+		}
+		uint64_t n = l->dirents.n - first;
+		uint32_t *ents = MK_AT(&l->dirents, uint32_t, first);
+		if (n > 1)
+			qsort_r(ents, n, sizeof(uint32_t), entry_cmp, m);
+		d = mk_ino(m, *by_ino(l, i));
+		d->data_ref = first;
+		d->data_count = n;
+		uint32_t subdirs = 0, self = *by_ino(l, i);
+		for (uint64_t k = 0; k < n; k++) {
+			uint32_t ci = mk_ent(m, ents[k])->inode;
+			struct mk_inode *c = mk_ino(m, ci);
+			if (!c->ino) {
+				if (l->by_ino.n > CAIRN_INO_MAX)
+					return mk_err(m, -EFBIG, "too many inodes");
+				c->ino = (uint32_t)l->by_ino.n;
+				if (!(slot = mk_vec_push(&l->by_ino)))
+					return -ENOMEM;
+				*slot = ci;
+				ents = MK_AT(&l->dirents, uint32_t, first);
+				if (S_ISDIR(c->mode))
+					c->parent = self;
+			}
+			if (S_ISDIR(c->mode))
+				subdirs++;
+			else
+				c->nlink++;
+		}
+		mk_ino(m, self)->nlink = 2 + subdirs;
+	}
+	return 0;
+}
+
+/* ---- blob ---- */
+
+struct str_key {
+	struct layout *l;
+	const void *p;
+	size_t len;
+};
+
+static int str_eq(void *ctx, uint64_t off)
+{
+	struct str_key *k = ctx;
+	return off + k->len <= k->l->blob.n && !memcmp((char *)k->l->blob.p + off, k->p, k->len);
+}
+
+/* Store bytes in the blob once; identical strings share one copy. */
+static int intern(struct layout *l, const void *p, size_t len, uint64_t *out)
+{
+	struct str_key k = { l, p, len };
+	uint64_t h = XXH3_64bits(p, len), off;
+
+	if (!len) {
+		*out = 0;
+		return 0;
+	}
+	if (mk_map_find(&l->strings, h, str_eq, &k, &off)) {
+		*out = off;
+		return 0;
+	}
+	int64_t o = mk_vec_append(&l->blob, p, len);
+	if (o < 0 || mk_map_put(&l->strings, h, (uint64_t)o))
+		return -ENOMEM;
+	*out = (uint64_t)o;
+	return 0;
+}
+
+/* Blob in inode order: a directory's names, then each inode's own strings. */
+static int build_blob(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+
+	if (mk_vec_append(&l->dname, NULL, 0) < 0)
+		return -ENOMEM;
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
+		if (S_ISDIR(in->mode)) {
+			for (uint64_t k = 0; k < in->data_count; k++) {
+				struct mk_entry *e = mk_ent(m, *MK_AT(&l->dirents, uint32_t, in->data_ref + k));
+				uint64_t *ref = mk_vec_push(&l->dname);
+				if (!ref || intern(l, mk_str(m, e->name), e->name_len, ref))
+					return -ENOMEM;
+			}
+		} else if (S_ISLNK(in->mode)) {
+			if (intern(l, mk_str(m, in->str), in->str_len, &in->data_ref))
+				return -ENOMEM;
+			in->data_count = 0;
+		} else if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_INLINE)) {
+			if (intern(l, mk_str(m, in->str), in->str_len, &in->data_ref))
+				return -ENOMEM;
+			in->data_count = 0;
+			in->hash = XXH3_64bits(mk_str(m, in->str), in->str_len);
+		}
+		for (uint32_t x = 0; x < in->xattr_n; x++) {
+			struct mk_xattr *xa = MK_AT(&m->xattrs, struct mk_xattr, in->xattr_first + x);
+			uint64_t *ref = mk_vec_push(&l->xref);
+			if (!ref || intern(l, mk_str(m, xa->name), xa->name_len, &ref[0]) ||
+			    intern(l, mk_str(m, xa->value), xa->value_len, &ref[1]))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Table offsets; every table starts on a 4 KiB boundary. */
+static void place_tables(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+
+	l->xattr_count = l->extent_count = 0;
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
+		l->xattr_count += in->xattr_n;
+		if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_EXTENTS)) {
+			in->data_ref = l->extent_count;
+			in->data_count = in->ext_n;
+			l->extent_count += in->ext_n;
+		}
+	}
+	l->meta_off = CAIRN_BLOCK_SIZE;
+	l->inode_off = l->meta_off;
+	l->dirent_off = MK_ALIGN(l->inode_off + (uint64_t)l->by_ino.n * CAIRN_INODE_SIZE);
+	l->xattr_off = MK_ALIGN(l->dirent_off + l->dirents.n * CAIRN_DIRENT_SIZE);
+	l->extent_off = MK_ALIGN(l->xattr_off + l->xattr_count * CAIRN_XATTR_SIZE);
+	l->blob_off = MK_ALIGN(l->extent_off + l->extent_count * CAIRN_EXTENT_SIZE);
+	l->meta_len = MK_ALIGN(l->blob_off + l->blob.n) - l->meta_off;
+	l->csum_off = l->meta_off + l->meta_len;
+	l->data_off = MK_ALIGN(l->csum_off + l->meta_len / CAIRN_BLOCK_SIZE * 8);
+}
+
+/* ---- data ---- */
+
+static int pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p = (const char *)p + w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int pread_full(int fd, void *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t r = pread(fd, p, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ENODATA;
+		p = (char *)p + r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+static void progress(struct layout *l, uint64_t n)
+{
+	l->done += n;
+	if (l->m->o.progress && (l->done - l->reported >= PROGRESS_STEP || l->done == l->total)) {
+		l->reported = l->done;
+		l->m->o.progress(l->m->o.ctx, l->done, l->total);
+	}
+}
+
+static int write_err(struct layout *l, int rc)
+{
+	return mk_err(l->m, rc, "writing the image: %s", strerror(-rc));
+}
+
+/* Copy [src_off, src_off+len) of src to the image at disk_off, hashing it. */
+static int copy_range(struct layout *l, int src, const char *path, uint64_t src_off,
+		      uint64_t len, uint64_t disk_off, XXH3_state_t *hs)
+{
+	uint64_t pos = 0;
+
+	while (pos < len) {
+		size_t want = len - pos < COPY_BUF ? (size_t)(len - pos) : COPY_BUF;
+		ssize_t r = pread(src, l->buf, want, (off_t)(src_off + pos));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return mk_err(l->m, -errno, "%s: read: %s", path, strerror(errno));
+		if (r == 0)
+			return mk_err(l->m, -EIO, "%s: file shrank while reading", path);
+		XXH3_64bits_update(hs, l->buf, (size_t)r);
+		int rc = pwrite_full(l->fd, l->buf, (size_t)r, disk_off + pos);
+		if (rc)
+			return write_err(l, rc);
+		pos += (uint64_t)r;
+		progress(l, (uint64_t)r);
+	}
+	return 0;
+}
+
+static void hash_zeros(struct layout *l, XXH3_state_t *hs, uint64_t n)
+{
+	memset(l->buf2, 0, COPY_BUF);
+	while (n) {
+		size_t k = n < COPY_BUF ? (size_t)n : COPY_BUF;
+		XXH3_64bits_update(hs, l->buf2, k);
+		n -= k;
+	}
+}
+
+struct dup_key {
+	struct layout *l;
+	struct mk_inode *in;
+	uint64_t off;
+	int err;
+};
+
+/* Same size, same hash, and the same bytes (both copies read back from the image). */
+static int dup_eq(void *ctx, uint64_t val)
+{
+	struct dup_key *k = ctx;
+	struct mk_inode *o = mk_ino(k->l->m, (uint32_t)val);
+
+	if (k->err || o->size != k->in->size || o->hash != k->in->hash)
+		return 0;
+	for (uint64_t pos = 0; pos < o->size;) {
+		size_t n = o->size - pos < COPY_BUF ? (size_t)(o->size - pos) : COPY_BUF;
+		int rc = pread_full(k->l->fd, k->l->buf, n, o->data_ref + pos);
+		if (!rc)
+			rc = pread_full(k->l->fd, k->l->buf2, n, k->off + pos);
+		if (rc) {
+			k->err = rc;
+			return 0;
+		}
+		if (memcmp(k->l->buf, k->l->buf2, n))
+			return 0;
+		pos += n;
+	}
+	return 1;
+}
+
+static int copy_file(struct layout *l, uint32_t idx)
+{
+	struct cairn_mkfs *m = l->m;
+	struct mk_inode *in = mk_ino(m, idx);
+	const char *path = mk_str(m, in->str);
+	int src = mk_open_long(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	int rc = 0;
+
+	if (src < 0 && errno == EPERM)
+		src = mk_open_long(path, O_RDONLY | O_CLOEXEC);
+	if (src < 0)
+		return mk_err(m, -errno, "%s: cannot read: %s", path, strerror(errno));
+	posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL);
+	XXH3_state_t *hs = XXH3_createState();
+	if (!hs) {
+		close(src);
+		return mk_err(m, -ENOMEM, "out of memory");
+	}
+	XXH3_64bits_reset(hs);
+	if (in->flags & CAIRN_IF_EXTENTS) {
+		uint64_t at = 0;
+		for (uint32_t j = 0; j < in->ext_n && !rc; j++) {
+			struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, in->ext_first + j);
+			hash_zeros(l, hs, e->file_off - at);
+			e->disk_off = l->cursor;
+			rc = copy_range(l, src, path, e->file_off, e->len, e->disk_off, hs);
+			l->cursor = MK_ALIGN(e->disk_off + e->len);
+			at = e->file_off + e->len;
+		}
+		if (!rc)
+			hash_zeros(l, hs, in->size - at);
+		in->hash = XXH3_64bits_digest(hs);
+		m->stats.sparse_files++;
+	} else {
+		uint64_t off = l->cursor;
+		rc = copy_range(l, src, path, 0, in->size, off, hs);
+		in->hash = XXH3_64bits_digest(hs);
+		if (!rc) {
+			struct dup_key k = { l, in, off, 0 };
+			uint64_t h = in->hash ^ (in->size * 0x9e3779b97f4a7c15ull), other;
+			if (mk_map_find(&l->dedup, h, dup_eq, &k, &other)) {
+				in->data_ref = mk_ino(m, (uint32_t)other)->data_ref;
+				in->shared = 1;
+				m->stats.dedup_files++;
+				m->stats.dedup_bytes += in->size;
+				/* Drop the copy just written: it is the last thing in the file. */
+				if (ftruncate(l->fd, (off_t)off))
+					rc = write_err(l, -errno);
+			} else if (k.err) {
+				rc = write_err(l, k.err);
+			} else {
+				in->data_ref = off;
+				l->cursor = MK_ALIGN(off + in->size);
+				if (mk_map_put(&l->dedup, h, idx))
+					rc = mk_err(m, -ENOMEM, "out of memory");
+			}
+		}
+	}
+	XXH3_freeState(hs);
+	close(src);
+	return rc;
+}
+
+struct order_ctx {
+	struct layout *l;
+	struct mk_vec *list;
+	uint64_t missing;
+	char first_missing[256];
+};
+
+static int order_path(void *ctx, const char *path, size_t len, unsigned line)
+{
+	struct order_ctx *c = ctx;
+	struct cairn_mkfs *m = c->l->m;
+	uint32_t cur = m->root;
+	const char *p = path, *end = path + len;
+
+	while (p < end) {
+		while (p < end && *p == '/')
+			p++;
+		const char *s = p;
+		while (p < end && *p != '/')
+			p++;
+		if (p == s || (p - s == 1 && *s == '.'))
+			continue;
+		uint32_t e = S_ISDIR(mk_ino(m, cur)->mode) ? mk_lookup(m, cur, s, (size_t)(p - s))
+							   : MK_NONE;
+		if (e == MK_NONE) {
+			if (!c->missing++)
+				snprintf(c->first_missing, sizeof(c->first_missing), "%.*s",
+					 (int)len, path);
+			return 0;
+		}
+		cur = mk_ent(m, e)->inode;
+	}
+	struct mk_inode *in = mk_ino(m, cur);
+	if (!S_ISREG(in->mode) || (in->flags & CAIRN_IF_INLINE) || !in->size || in->hot ||
+	    !in->ino)
+		return 0;
+	in->hot = 1;
+	uint32_t *slot = mk_vec_push(c->list);
+	if (!slot)
+		return mk_err(m, -ENOMEM, "out of memory");
+	*slot = cur;
+	return 0;
+}
+
+static int read_order(struct layout *l, struct mk_vec *list)
+{
+	struct cairn_mkfs *m = l->m;
+	const char *path = m->o.order_file;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct order_ctx c = { l, list, 0, "" };
+	struct stat st;
+	int rc;
+
+	if (fd < 0)
+		return mk_err(m, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st)) {
+		close(fd);
+		return mk_err(m, -errno, "%s: %s", path, strerror(errno));
+	}
+	char *text = malloc((size_t)st.st_size + 1);
+	if (!text) {
+		close(fd);
+		return mk_err(m, -ENOMEM, "out of memory");
+	}
+	rc = pread_full(fd, text, (size_t)st.st_size, 0);
+	close(fd);
+	if (rc) {
+		free(text);
+		return mk_err(m, rc, "%s: read failed", path);
+	}
+	rc = cairn_order_parse(text, (size_t)st.st_size, order_path, &c);
+	free(text);
+	if (!rc && c.missing && m->o.warn) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s: %llu path(s) not in the image, ignored (first: %s)",
+			 path, (unsigned long long)c.missing, c.first_missing);
+		m->o.warn(m->o.ctx, msg);
+	}
+	return rc;
+}
+
+static int write_data(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+	struct mk_vec list;
+	int rc = 0;
+
+	mk_vec_init(&list, sizeof(uint32_t));
+	for (size_t i = 0; i < m->inodes.n; i++)
+		mk_ino(m, (uint32_t)i)->hot = 0;
+	if (m->o.order_file && (rc = read_order(l, &list)))
+		goto out;
+	uint64_t nhot = list.n;
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		uint32_t idx = *by_ino(l, i);
+		struct mk_inode *in = mk_ino(m, idx);
+		if (!S_ISREG(in->mode))
+			continue;
+		if (!in->size) {
+			in->hash = XXH3_64bits(NULL, 0);
+			in->data_ref = in->data_count = 0;
+			continue;
+		}
+		if ((in->flags & CAIRN_IF_INLINE) || in->hot)
+			continue;
+		uint32_t *slot = mk_vec_push(&list);
+		if (!slot) {
+			rc = mk_err(m, -ENOMEM, "out of memory");
+			goto out;
+		}
+		*slot = idx;
+	}
+	l->total = 0;
+	for (uint64_t i = 0; i < list.n; i++) {
+		struct mk_inode *in = mk_ino(m, *MK_AT(&list, uint32_t, i));
+		if (in->flags & CAIRN_IF_EXTENTS)
+			for (uint32_t j = 0; j < in->ext_n; j++)
+				l->total += MK_AT(&m->exts, struct mk_ext, in->ext_first + j)->len;
+		else
+			l->total += in->size;
+	}
+	l->cursor = l->data_off;
+	for (uint64_t i = 0; i < list.n && !rc; i++) {
+		rc = copy_file(l, *MK_AT(&list, uint32_t, i));
+		if (i + 1 == nhot)
+			l->hot_len = l->cursor - l->data_off;
+	}
+	if (!rc && m->o.progress && l->reported != l->done)
+		m->o.progress(m->o.ctx, l->done, l->total);
+out:
+	mk_vec_free(&list);
+	return rc;
+}
+
+/* ---- metadata ---- */
+
+static uint8_t dtype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return DT_REG;
+	case S_IFDIR: return DT_DIR;
+	case S_IFLNK: return DT_LNK;
+	case S_IFCHR: return DT_CHR;
+	case S_IFBLK: return DT_BLK;
+	case S_IFIFO: return DT_FIFO;
+	case S_IFSOCK: return DT_SOCK;
+	default: return DT_UNKNOWN;
+	}
+}
+
+static void fill_inode(struct layout *l, struct mk_inode *in, uint64_t xref,
+		       struct cairn_disk_inode *d)
+{
+	uint64_t size = S_ISDIR(in->mode) ? in->data_count * CAIRN_DIRENT_SIZE : in->size;
+	uint64_t ref = in->data_ref, count = in->data_count;
+
+	if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
+		ref = in->rdev, count = 0;
+	else if (S_ISFIFO(in->mode) || S_ISSOCK(in->mode))
+		ref = count = 0;
+	else if (S_ISREG(in->mode) && !(in->flags & CAIRN_IF_EXTENTS))
+		count = 0;
+	d->mode = cairn_le32(in->mode);
+	d->flags = cairn_le32(S_ISREG(in->mode) ? in->flags : 0);
+	d->nlink = cairn_le32(in->nlink);
+	d->uid = cairn_le32(in->uid);
+	d->gid = cairn_le32(in->gid);
+	d->parent = cairn_le32(S_ISDIR(in->mode) ? mk_ino(l->m, in->parent)->ino : 0);
+	d->size = cairn_le64(size);
+	d->atime_sec = (int64_t)cairn_le64((uint64_t)in->atime);
+	d->mtime_sec = (int64_t)cairn_le64((uint64_t)in->mtime);
+	d->ctime_sec = (int64_t)cairn_le64((uint64_t)in->ctime);
+	d->atime_nsec = cairn_le32(in->atime_ns);
+	d->mtime_nsec = cairn_le32(in->mtime_ns);
+	d->ctime_nsec = cairn_le32(in->ctime_ns);
+	d->xattr_count = cairn_le32(in->xattr_n);
+	d->xattr_ref = cairn_le64(in->xattr_n ? xref : 0);
+	d->data_ref = cairn_le64(ref);
+	d->data_count = cairn_le64(count);
+	d->content_hash = cairn_le64(S_ISREG(in->mode) ? in->hash : 0);
+	d->alloc_blocks = cairn_le64(in->blocks);
+}
+
+static void fill_meta(struct layout *l, uint8_t *meta)
+{
+	struct cairn_mkfs *m = l->m;
+	uint64_t xi = 0, ei = 0;
+
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
+		struct cairn_disk_inode *d =
+			(void *)(meta + l->inode_off - l->meta_off + i * CAIRN_INODE_SIZE);
+		fill_inode(l, in, xi, d);
+		for (uint32_t x = 0; x < in->xattr_n; x++, xi++) {
+			struct mk_xattr *xa = MK_AT(&m->xattrs, struct mk_xattr, in->xattr_first + x);
+			uint64_t *ref = MK_AT(&l->xref, uint64_t, 2 * xi);
+			struct cairn_disk_xattr *dx =
+				(void *)(meta + l->xattr_off - l->meta_off + xi * CAIRN_XATTR_SIZE);
+			dx->name_ref = cairn_le64(ref[0]);
+			dx->value_ref = cairn_le64(ref[1]);
+			dx->value_len = cairn_le32(xa->value_len);
+			dx->name_len = (uint8_t)xa->name_len;
+		}
+		if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_EXTENTS)) {
+			for (uint32_t j = 0; j < in->ext_n; j++, ei++) {
+				struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, in->ext_first + j);
+				struct cairn_disk_extent *de =
+					(void *)(meta + l->extent_off - l->meta_off + ei * CAIRN_EXTENT_SIZE);
+				de->file_off = cairn_le64(e->file_off);
+				de->disk_off = cairn_le64(e->disk_off);
+				de->len = cairn_le64(e->len);
+			}
+		}
+	}
+	for (uint64_t i = 0; i < l->dirents.n; i++) {
+		struct mk_entry *e = mk_ent(m, *MK_AT(&l->dirents, uint32_t, i));
+		struct mk_inode *t = mk_ino(m, e->inode);
+		struct cairn_disk_dirent *d =
+			(void *)(meta + l->dirent_off - l->meta_off + i * CAIRN_DIRENT_SIZE);
+		d->name_ref = cairn_le64(*MK_AT(&l->dname, uint64_t, i));
+		d->ino = cairn_le32(t->ino);
+		d->name_len = (uint8_t)e->name_len;
+		d->type = dtype(t->mode);
+	}
+	if (l->blob.n)
+		memcpy(meta + l->blob_off - l->meta_off, l->blob.p, l->blob.n);
+}
+
+static void count_stats(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+	struct cairn_mkfs_stats *s = &m->stats;
+
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
+		s->inodes++;
+		if (S_ISREG(in->mode)) {
+			s->files++;
+			s->data_bytes += in->size;
+			if (in->flags & CAIRN_IF_INLINE)
+				s->inline_files++;
+			if (in->nlink > 1)
+				s->hardlinks += in->nlink - 1;
+		} else if (S_ISDIR(in->mode)) {
+			s->dirs++;
+		} else if (S_ISLNK(in->mode)) {
+			s->symlinks++;
+		} else {
+			s->others++;
+			if (in->nlink > 1)
+				s->hardlinks += in->nlink - 1;
+		}
+	}
+}
+
+static int write_meta(struct layout *l, uint64_t image_size)
+{
+	struct cairn_mkfs *m = l->m;
+	uint64_t nblocks = l->meta_len / CAIRN_BLOCK_SIZE;
+	uint8_t *meta = calloc(1, l->meta_len);
+	uint64_t *csum = calloc(nblocks ? nblocks : 1, 8);
+	uint8_t *sb = calloc(1, CAIRN_BLOCK_SIZE);
+	int rc = 0;
+
+	if (!meta || !csum || !sb) {
+		rc = mk_err(m, -ENOMEM, "out of memory");
+		goto out;
+	}
+	fill_meta(l, meta);
+	for (uint64_t b = 0; b < nblocks; b++)
+		csum[b] = cairn_le64(XXH3_64bits(meta + b * CAIRN_BLOCK_SIZE, CAIRN_BLOCK_SIZE));
+
+	struct cairn_disk_super *s = (struct cairn_disk_super *)sb;
+	uint32_t compat = CAIRN_COMPAT_FILE_HASH, incompat = 0;
+	if (l->hot_len)
+		compat |= CAIRN_COMPAT_HOT_PREFIX;
+	if (l->extent_count || m->stats.sparse_files)
+		incompat |= CAIRN_INCOMPAT_EXTENTS;
+	memcpy(s->magic, CAIRN_MAGIC_BYTES, 8);
+	s->version_major = cairn_le16(CAIRN_VERSION_MAJOR);
+	s->version_minor = cairn_le16(CAIRN_VERSION_MINOR);
+	s->block_size = cairn_le32(CAIRN_BLOCK_SIZE);
+	s->compat = cairn_le32(compat);
+	s->incompat = cairn_le32(incompat);
+	s->ro_compat = 0;
+	s->inode_size = cairn_le32(CAIRN_INODE_SIZE);
+	s->image_size = cairn_le64(image_size);
+	s->inode_count = cairn_le64(l->by_ino.n);
+	s->root_ino = cairn_le64(CAIRN_ROOT_INO);
+	s->meta_off = cairn_le64(l->meta_off);
+	s->meta_len = cairn_le64(l->meta_len);
+	s->inode_off = cairn_le64(l->inode_off);
+	s->dirent_off = cairn_le64(l->dirent_off);
+	s->dirent_count = cairn_le64(l->dirents.n);
+	s->xattr_off = cairn_le64(l->xattr_off);
+	s->xattr_count = cairn_le64(l->xattr_count);
+	s->extent_off = cairn_le64(l->extent_off);
+	s->extent_count = cairn_le64(l->extent_count);
+	s->blob_off = cairn_le64(l->blob_off);
+	s->blob_len = cairn_le64(l->blob.n);
+	s->csum_off = cairn_le64(l->csum_off);
+	s->data_off = cairn_le64(l->data_off);
+	s->data_len = cairn_le64(image_size - l->data_off);
+	s->hot_off = cairn_le64(l->hot_len ? l->data_off : 0);
+	s->hot_len = cairn_le64(l->hot_len);
+	s->build_time = (int64_t)cairn_le64((uint64_t)m->build_time);
+	/* The uuid names the content: the checksum table covers all metadata, and
+	 * the metadata holds every file's content hash. */
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(csum, nblocks * 8));
+	memcpy(s->uuid, c.digest, 16);
+	s->uuid[6] = (uint8_t)((s->uuid[6] & 0x0f) | 0x80); /* RFC 9562 version 8 */
+	s->uuid[8] = (uint8_t)((s->uuid[8] & 0x3f) | 0x80); /* variant 10 */
+	s->csum_table_hash = cairn_le64(XXH3_64bits(csum, nblocks * 8));
+	s->file_count = cairn_le64(m->stats.files);
+	s->data_bytes = cairn_le64(m->stats.data_bytes);
+	s->super_hash = 0;
+	s->super_hash = cairn_le64(XXH3_64bits(s, CAIRN_SUPER_SIZE));
+
+	if ((rc = pwrite_full(l->fd, meta, l->meta_len, l->meta_off)) ||
+	    (rc = pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
+	    (rc = pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
+		rc = write_err(l, rc);
+out:
+	free(meta);
+	free(csum);
+	free(sb);
+	return rc;
+}
+
+static void layout_free(struct layout *l)
+{
+	mk_vec_free(&l->by_ino);
+	mk_vec_free(&l->dirents);
+	mk_vec_free(&l->dname);
+	mk_vec_free(&l->xref);
+	mk_vec_free(&l->blob);
+	mk_map_free(&l->strings);
+	mk_map_free(&l->dedup);
+	free(l->buf);
+	free(l->buf2);
+}
+
+int mk_write(struct cairn_mkfs *m, int fd)
+{
+	struct layout l;
+	int rc;
+
+	memset(&l, 0, sizeof(l));
+	memset(&m->stats, 0, sizeof(m->stats));
+	l.m = m;
+	l.fd = fd;
+	mk_vec_init(&l.by_ino, sizeof(uint32_t));
+	mk_vec_init(&l.dirents, sizeof(uint32_t));
+	mk_vec_init(&l.dname, sizeof(uint64_t));
+	mk_vec_init(&l.xref, 2 * sizeof(uint64_t));
+	mk_vec_init(&l.blob, 1);
+	l.buf = malloc(COPY_BUF);
+	l.buf2 = malloc(COPY_BUF);
+	if (!l.buf || !l.buf2) {
+		rc = mk_err(m, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (ftruncate(fd, 0)) {
+		rc = write_err(&l, -errno);
+		goto out;
+	}
+	if ((rc = number_inodes(&l)) || (rc = build_blob(&l))) {
+		if (!m->err[0] || rc == -ENOMEM)
+			mk_err(m, rc, "laying out the image: %s", strerror(-rc));
+		goto out;
+	}
+	place_tables(&l);
+	if ((rc = write_data(&l)))
+		goto out;
+	count_stats(&l);
+	uint64_t image_size = l.cursor;
+	if ((rc = write_meta(&l, image_size)))
+		goto out;
+	if (ftruncate(fd, (off_t)image_size)) {
+		rc = write_err(&l, -errno);
+		goto out;
+	}
+	m->stats.image_size = image_size;
+	m->stats.meta_len = l.meta_len;
+	m->stats.data_len = image_size - l.data_off;
+	m->stats.hot_len = l.hot_len;
+out:
+	layout_free(&l);
+	return rc;
+}
+
+int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd)
+{
+	m->err[0] = '\0';
+	return mk_write(m, fd);
+}
+
+int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path)
+{
+	size_t n = strlen(path) + 48;
+	char *tmp = malloc(n);
+	int fd = -1, rc;
+
+	if (!tmp)
+		return mk_err(m, -ENOMEM, "out of memory");
+	/* O_EXCL with mode 0644, so the umask applies as for any new file. */
+	for (unsigned i = 0; fd < 0 && i < 100; i++) {
+		snprintf(tmp, n, "%s.tmp.%ld.%u", path, (long)getpid(), i);
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		rc = mk_err(m, -errno, "%s: %s", tmp, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	rc = cairn_mkfs_write_fd(m, fd);
+	if (!rc && !m->o.no_fsync && fsync(fd))
+		rc = mk_err(m, -errno, "%s: fsync: %s", tmp, strerror(errno));
+	if (close(fd) && !rc)
+		rc = mk_err(m, -errno, "%s: close: %s", tmp, strerror(errno));
+	if (!rc && rename(tmp, path))
+		rc = mk_err(m, -errno, "%s: rename: %s", path, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
