@@ -369,8 +369,8 @@ class CairnFs(System):
             if os.path.exists(self.stats_file):
                 with open(self.stats_file) as f:
                     text = f.read()
-                req = re.search(r"requests\D{0,4}(\d+)", text)
-                byt = re.search(r"bytes\D{0,4}(\d+)", text)
+                req = re.search(r"^device_requests (\d+)", text, re.M)
+                byt = re.search(r"^device_bytes (\d+)", text, re.M)
                 if req:
                     return {"requests": int(req.group(1)),
                             "bytes": int(byt.group(1)) if byt else None}
