@@ -43,6 +43,9 @@ HELPER_SRCS := $(sort $(wildcard tools/mount.cairn/*.c))
 BENCH_TOOLS := $(patsubst bench/%/main.c,$(BUILD)/bench/%,$(wildcard bench/*/main.c))
 # Unit tests: lib/<layer>/tests/test_<name>.c, one cmocka program each.
 TEST_SRCS := $(sort $(wildcard lib/*/tests/test_*.c))
+# Test programs: tests/progs/<name>.c -> $(BUILD)/progs/<name> (plain C, real syscalls).
+PROG_SRCS := $(sort $(wildcard tests/progs/*.c))
+PROGS     := $(PROG_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
 TEST_BINS := $(foreach t,$(TEST_SRCS),$(BUILD)/tests/$(word 2,$(subst /, ,$(t)))_$(basename $(notdir $(t))))
 
 LIBA  := $(BUILD)/libcairn.a
@@ -52,7 +55,7 @@ MOUNT_HELPER := $(BUILD)/mount.cairn
 
 .PHONY: all deps test unit-test cli-test mount-test san-test tsan-test demo bench bench-quick \
         fuzz install clean clang-check
-all: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS)
+all: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS) $(PROGS)
 
 deps:
 	@scripts/deps.sh test
@@ -84,6 +87,10 @@ $(BUILD)/bench/%: $(BUILD)/bench-obj/%/main.o $(LIBA)
 $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) -o $@ $< $(LDSAN)
 
 $(BUILD)/cairn.pc: cairn.pc.in
 	@mkdir -p $(BUILD)

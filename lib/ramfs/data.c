@@ -121,6 +121,8 @@ static void tree_free_range(struct cairn_ramfs *fs, struct ramfs_inode *n, uint6
 
 	if (lo > hi || !t->root)
 		return;
+	if (t->height == 0 && lo > 0)
+		return; /* the only chunk, index 0, is outside the range */
 	rt_free_range(fs, n, &t->root, t->height, 0, lo, hi);
 	if (!t->root)
 		t->height = 0;

@@ -399,18 +399,17 @@ int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&fs->ns_lock);
+	/* Checks in the kernel's order: the new name first, then the inode. */
 	n = ramfs_get(fs, ino);
-	err = n ? 0 : -ENOENT;
+	err = n ? get_live_dir(fs, newdir, &d) : -ENOENT;
+	if (!err && (is_dot(name, len) || is_dotdot(name, len) || dir_find(&d->u.dir, name, len)))
+		err = -EEXIST;
 	if (!err && S_ISDIR(n->mode))
 		err = -EPERM;
 	if (!err && n->nlink == 0)
 		err = -ENOENT;
 	if (!err && n->nlink >= UINT32_MAX - 1)
 		err = -EMLINK;
-	if (!err)
-		err = get_live_dir(fs, newdir, &d);
-	if (!err && (is_dot(name, len) || is_dotdot(name, len) || dir_find(&d->u.dir, name, len)))
-		err = -EEXIST;
 	if (!err)
 		err = ramfs_dir_add(fs, d, name, len, n);
 	if (!err) {

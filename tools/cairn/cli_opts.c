@@ -16,6 +16,7 @@ const char cli_image_opts_help[] =
 	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
 	"  --offset BYTES     the image starts at this byte of the file\n"
 	"  --direct           read the image file with O_DIRECT\n"
+	"  --l2-cache SIZE    qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
 	"  --stats            print device and cache counters to stderr at exit\n";
 
 void cli_err(const char *cmd, const char *fmt, ...)
@@ -132,6 +133,11 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 		if (size_arg(opt, val, &v))
 			return -1;
 		o->open.cache.max_io = (size_t)v;
+	} else if (!strcmp(opt, "--l2-cache")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		o->open.qcow2.l2_cache_disabled = v == 0;
+		o->open.qcow2.l2_cache_bytes = (size_t)v;
 	} else if (!strcmp(opt, "--offset")) {
 		if (size_arg(opt, val, &v))
 			return -1;
@@ -179,6 +185,7 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 {
 	struct cairn_bdev_counters dc;
 	struct cairn_cache_stats cs;
+	struct cairn_qcow2_stats qs;
 	uint64_t lookups;
 
 	if (!o->print_stats || !img)
@@ -194,4 +201,10 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 		cs.hits, cs.misses, lookups ? 100.0 * (double)cs.hits / (double)lookups : 0.0,
 		cs.requests, cs.readahead_bytes, cs.readahead_used, cs.readahead_wasted,
 		cs.resident_bytes);
+	if (cairn_bdev_qcow2_stats(cairn_cache_bdev(cairn_image_cache(img)), &qs) == 0)
+		fprintf(stderr, "qcow2: L2 %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+			" evictions, %" PRIu64 " table reads; %" PRIu64 " data requests, %" PRIu64
+			" compressed clusters, %" PRIu64 " backing reads\n",
+			qs.l2_hits, qs.l2_misses, qs.l2_evictions, qs.l2_table_reads,
+			qs.data_requests, qs.compressed_clusters, qs.backing_reads);
 }

@@ -1,11 +1,227 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder until the command lands; replaced by its owner. */
+/*
+ * cairn mount IMAGE MOUNTPOINT [-f] [-s] [-o opts]
+ * cairn mount --empty MOUNTPOINT [-f] [-o opts]
+ * Parses the command line into struct cairn_mount_opts; the FUSE daemon
+ * (tools/fuse) does the rest.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "cli.h"
+#include "../fuse/mount.h"
+
+static const char usage[] =
+	"usage: cairn mount [-f] [-s] [-o OPTS] IMAGE MOUNTPOINT\n"
+	"       cairn mount --empty [-f] [-o OPTS] MOUNTPOINT\n"
+	"Mounts a cairn image with FUSE (read-only, or writable in RAM as asked).\n"
+	"  -f              stay in the foreground (default: detach once mounted)\n"
+	"  -s              single-threaded (same as -o single)\n"
+	"  --empty         no image: a RAM filesystem, like tmpfs\n"
+	"options (-o, comma-separated):\n"
+	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
+	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
+	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
+	"  cache_size=SIZE segment cache budget; segment=SIZE; max_io=SIZE\n"
+	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
+	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
+	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
+	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
+	"  prefetch        read the image's ordered (hot) prefix at mount\n"
+	"  single          single-threaded; threads=N caps the worker threads\n"
+	"  allow_other     let other users in (always on when root mounts)\n"
+	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
+	"                  fail device reads, for tests; SIGUSR2 clears the plan\n"
+	"Unmount with `fusermount3 -u MOUNTPOINT`, `umount MOUNTPOINT` or SIGTERM.\n";
+
+static int size_opt(const char *key, const char *val, uint64_t *out)
+{
+	if (!val || cli_parse_size(val, out)) {
+		cli_err("mount", "-o %s needs a size, got '%s'", key, val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+static int num_opt(const char *key, const char *val, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	if (!val || !*val || (*out = strtoull(val, &end, 10), errno || *end)) {
+		cli_err("mount", "-o %s needs a number, got '%s'", key, val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Options mount(8) and fstab pass that mean nothing here. */
+static int generic_opt(const char *key)
+{
+	static const char *const ignored[] = { "rw", "ro", "defaults", "auto", "noauto", "user",
+					       "nouser", "users", "nofail", "_netdev", "suid",
+					       "nosuid", "dev", "nodev", "exec", "noexec", "atime",
+					       "noatime", "relatime", "async", "sync", NULL };
+
+	if (!strncmp(key, "x-", 2) || !strncmp(key, "comment=", 8))
+		return 1;
+	for (int i = 0; ignored[i]; i++)
+		if (!strcmp(key, ignored[i]))
+			return 1;
+	return 0;
+}
+
+static int parse_one(struct cairn_mount_opts *o, char *key)
+{
+	char *val = strchr(key, '=');
+	uint64_t v;
+
+	if (val)
+		*val++ = 0;
+	if (!strcmp(key, "tmp") && val && *val)
+		o->tmp_paths = val;
+	else if (!strcmp(key, "overlay") && !val)
+		o->overlay = 1;
+	else if (!strcmp(key, "size")) {
+		if (size_opt(key, val, &o->size_limit))
+			return -1;
+	} else if (!strcmp(key, "nr_inodes")) {
+		if (size_opt(key, val, &o->inode_limit))
+			return -1;
+	} else if (!strcmp(key, "cache_size")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
+	} else if (!strcmp(key, "segment")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		if (v < 512 || (v & (v - 1))) {
+			cli_err("mount", "-o segment must be a power of two >= 512");
+			return -1;
+		}
+		o->open.cache.segment_size = (size_t)v;
+	} else if (!strcmp(key, "max_io")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.cache.max_io = (size_t)v;
+	} else if (!strcmp(key, "offset")) {
+		if (size_opt(key, val, &o->open.offset))
+			return -1;
+	} else if (!strcmp(key, "direct") && !val) {
+		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
+	} else if (!strcmp(key, "delay")) {
+		if (!val || cli_parse_duration_ns(val, &v)) {
+			cli_err("mount", "-o delay needs a time (e.g. 1ms), got '%s'",
+				val ? val : "");
+			return -1;
+		}
+		o->open.delay.latency_ns = v;
+	} else if (!strcmp(key, "stats") && val && *val) {
+		o->stats_file = val;
+	} else if (!strcmp(key, "trace") && val && *val) {
+		o->trace_file = val;
+	} else if (!strcmp(key, "prefetch") && !val) {
+		o->prefetch = 1;
+	} else if (!strcmp(key, "single") && !val) {
+		o->single = 1;
+	} else if (!strcmp(key, "threads")) {
+		if (num_opt(key, val, &v))
+			return -1;
+		o->max_threads = (unsigned)v;
+	} else if (!strcmp(key, "allow_other") && !val) {
+		o->allow_other = 1;
+	} else if (!strcmp(key, "fault_every")) {
+		if (num_opt(key, val, &o->fault.fail_every))
+			return -1;
+		o->has_fault = 1;
+	} else if (!strcmp(key, "fault_nth")) {
+		if (num_opt(key, val, &o->fault.fail_nth))
+			return -1;
+		o->has_fault = 1;
+	} else if (!strcmp(key, "fault_kind") && val) {
+		if (!strcmp(val, "eio"))
+			o->fault.kind = CAIRN_FAULT_EIO;
+		else if (!strcmp(val, "short"))
+			o->fault.kind = CAIRN_FAULT_SHORT;
+		else {
+			cli_err("mount", "-o fault_kind is eio or short, got '%s'", val);
+			return -1;
+		}
+	} else if (!strcmp(key, "fault_persistent") && !val) {
+		o->fault.persistent = 1;
+	} else if (!generic_opt(key)) {
+		cli_err("mount", "unknown option '%s%s%s'", key, val ? "=" : "", val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_opts(struct cairn_mount_opts *o, char *s)
+{
+	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (parse_one(o, tok))
+			return -1;
+	return 0;
+}
 
 int cmd_mount(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cli_err("mount", "not built yet");
-	return CLI_EXIT_FAIL;
+	struct cairn_mount_opts o;
+	const char *pos[2];
+	int npos = 0;
+
+	memset(&o, 0, sizeof(o));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			return CLI_EXIT_OK;
+		} else if (!strcmp(a, "-f")) {
+			o.foreground = 1;
+		} else if (!strcmp(a, "-s")) {
+			o.single = 1;
+		} else if (!strcmp(a, "--empty")) {
+			o.empty = 1;
+		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
+			char *val = a[2] ? (char *)a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+
+			if (!val) {
+				cli_err("mount", "-o needs options");
+				return CLI_EXIT_USAGE;
+			}
+			if (parse_opts(&o, val))
+				return CLI_EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			cli_err("mount", "unknown flag '%s'", a);
+			fputs(usage, stderr);
+			return CLI_EXIT_USAGE;
+		} else if (npos < 2) {
+			pos[npos++] = a;
+		} else {
+			cli_err("mount", "too many arguments");
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (npos != (o.empty ? 1 : 2)) {
+		fputs(usage, stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (o.empty && (o.overlay || o.tmp_paths)) {
+		cli_err("mount", "--empty takes no image, so no overlay or tmp= either");
+		return CLI_EXIT_USAGE;
+	}
+	if (o.overlay && o.tmp_paths) {
+		cli_err("mount", "overlay already makes every path writable; drop tmp=");
+		return CLI_EXIT_USAGE;
+	}
+	o.image = o.empty ? NULL : pos[0];
+	o.mountpoint = pos[npos - 1];
+	/* Root mounts serve every user (permissions are checked by the kernel,
+	 * default_permissions); others' mounts stay private unless asked. */
+	if (geteuid() == 0)
+		o.allow_other = 1;
+	return cairn_fuse_mount(&o);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <dirent.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <errno.h>

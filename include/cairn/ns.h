@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layer 5: the namespace. One tree made of a read-only image (the lower layer)
+ * and a RAM fs (the upper layer), in one of these shapes:
+ *
+ *   read-only   the image alone; every write gives -EROFS.
+ *   tmp paths   the image, with RAM subtrees at given paths (`/tmp:/var/log`).
+ *               A RAM subtree is seeded with the image's content at that path,
+ *               if any. Missing parents appear as read-only empty directories.
+ *   overlay     the whole tree is writable: an object is copied up into RAM
+ *               (data, metadata, xattrs, parents first) the first time it is
+ *               changed; deletions leave whiteouts; a directory removed and made
+ *               again is opaque. Renaming a directory that exists in the image
+ *               gives -EXDEV, as overlayfs does without redirect_dir.
+ *   empty       RAM only, like tmpfs.
+ *
+ * Objects are named by node ids, which is what FUSE calls inode numbers: the
+ * root is CAIRN_NS_ROOT, and every call that returns an entry (lookup, mknod,
+ * mkdir, symlink, link) adds one lookup reference that cairn_ns_forget() drops.
+ * A node is freed when its lookup count is 0 and nothing below it is referenced,
+ * so memory stays flat after a walk of a huge tree if the caller forgets.
+ * st.ino in the returned attributes is the stable inode number to show users
+ * (the image's for image objects, even after copy-up).
+ *
+ * All calls are thread-safe and return negative errno values (-CAIRN_ECORRUPT
+ * for a corrupt image). Node ids passed in must be live (looked up and not yet
+ * forgotten), as the FUSE kernel module guarantees.
+ *
+ * Ownership: cairn_ns_new() does not take the image; the caller closes it after
+ * cairn_ns_free(). The ns owns its RAM fs.
+ */
+#ifndef CAIRN_NS_H
+#define CAIRN_NS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <cairn/image.h>
+#include <cairn/ramfs.h>
+
+struct cairn_ns;
+
+#define CAIRN_NS_ROOT 1u
+
+#define CAIRN_NS_OVERLAY 1u /* whole tree writable (copy-up) */
+#define CAIRN_NS_EMPTY   2u /* no image: RAM only */
+
+struct cairn_ns_config {
+	struct cairn_image *image;   /* lower tree; NULL only with CAIRN_NS_EMPTY; not owned */
+	unsigned flags;              /* CAIRN_NS_* */
+	const char *tmp_paths;       /* ':'-separated absolute paths, or NULL */
+	struct cairn_ramfs_config ram; /* limits of the RAM layer */
+};
+
+/* An entry as FUSE needs it. */
+#define CAIRN_NS_E_IMMUTABLE 1u /* can never change while mounted: cache it long */
+struct cairn_ns_entry {
+	uint64_t node;
+	struct cairn_stat st;
+	unsigned flags;
+};
+
+int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out);
+void cairn_ns_free(struct cairn_ns *ns);
+
+/* -ENOENT sets e->flags to CAIRN_NS_E_IMMUTABLE when the directory can never
+ * gain that name (a negative lookup may then be cached). */
+int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
+		    struct cairn_ns_entry *e);
+void cairn_ns_forget(struct cairn_ns *ns, uint64_t node, uint64_t nlookup);
+int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *e);
+int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_setattr *sa,
+		     const struct cairn_cred *cred, struct cairn_ns_entry *e);
+int cairn_ns_mknod(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
+		   uint32_t mode, uint64_t rdev, const struct cairn_cred *cred,
+		   struct cairn_ns_entry *e);
+int cairn_ns_mkdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
+		   uint32_t mode, const struct cairn_cred *cred, struct cairn_ns_entry *e);
+int cairn_ns_symlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
+		     const char *target, const struct cairn_cred *cred, struct cairn_ns_entry *e);
+int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const char *name,
+		  size_t len, struct cairn_ns_entry *e);
+int cairn_ns_unlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len);
+int cairn_ns_rmdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len);
+/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (others -EINVAL). */
+int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, size_t oldlen,
+		    uint64_t newdir, const char *newname, size_t newlen, unsigned flags);
+ssize_t cairn_ns_readlink(struct cairn_ns *ns, uint64_t node, char *buf, size_t len);
+/* Cookies as in cairn_image_readdir (0 starts, `next` resumes); the callback gets
+ * st.ino values. The callback runs with no lock held, so it may call back into the
+ * ns (e.g. cairn_ns_lookup for readdirplus). */
+int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_dirent_cb cb,
+		     void *ctx);
+
+/* open flags are open(2)'s: a write access or O_TRUNC copies up (overlay) or
+ * gives -EROFS on the read-only part. *fh is handed back to release. */
+int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, uint64_t *fh);
+void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
+ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
+/* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
+ * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a
+ * negative errno if reading failed. *from_image (may be NULL) says which layer. */
+int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
+		      cairn_iov_fn fn, void *ctx, int *from_image);
+ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size_t len,
+		       uint64_t off, int append, const struct cairn_cred *cred);
+int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t off, uint64_t len);
+int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int whence);
+int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out);
+
+int cairn_ns_setxattr(struct cairn_ns *ns, uint64_t node, const char *name, const void *value,
+		      size_t size, int flags);
+ssize_t cairn_ns_getxattr(struct cairn_ns *ns, uint64_t node, const char *name, void *buf,
+			  size_t size);
+ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t size);
+int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name);
+
+/* The node's path from the root ("/a/b"), as last looked up; for traces.
+ * Returns its length or -ERANGE. */
+ssize_t cairn_ns_path(struct cairn_ns *ns, uint64_t node, char *buf, size_t len);
+
+struct cairn_ns_usage {
+	uint64_t nodes;                 /* live node ids */
+	struct cairn_ramfs_usage ram;   /* zero without a RAM layer */
+	uint64_t copy_ups;
+};
+void cairn_ns_usage(struct cairn_ns *ns, struct cairn_ns_usage *out);
+/* The RAM layer, or NULL (read-only namespace); not owned. */
+struct cairn_ramfs *cairn_ns_ramfs(struct cairn_ns *ns);
+
+#endif

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Node ids and their lifetime. A node id is the node's address (the root is
+ * CAIRN_NS_ROOT), so the FUSE hot path needs no table lookup. Two hash tables find
+ * the node already standing for an image or RAM inode, so hard links and repeated
+ * lookups share one node. A node lives while the kernel holds lookup references or
+ * a child points at it; then it is freed and its RAM lookup reference dropped.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ns_internal.h"
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+struct ns_node *ns_node_get(struct cairn_ns *ns, uint64_t id)
+{
+	return id == CAIRN_NS_ROOT ? ns->root : (struct ns_node *)(uintptr_t)id;
+}
+
+uint64_t ns_node_id(struct cairn_ns *ns, struct ns_node *n)
+{
+	return n == ns->root ? CAIRN_NS_ROOT : (uint64_t)(uintptr_t)n;
+}
+
+int ns_table_init(struct ns_table *t)
+{
+	t->mask = 255;
+	t->count = 0;
+	t->b = calloc(t->mask + 1, sizeof(*t->b));
+	return t->b ? 0 : -ENOMEM;
+}
+
+void ns_table_destroy(struct ns_table *t)
+{
+	free(t->b);
+	t->b = NULL;
+}
+
+/* Chains go through next_lower or next_upper, chosen by `upper`. */
+static struct ns_node **chain_next(struct ns_node *n, int upper)
+{
+	return upper ? &n->next_upper : &n->next_lower;
+}
+
+static cairn_ino_t node_key(const struct ns_node *n, int upper)
+{
+	return upper ? n->upper : n->lower;
+}
+
+static void table_grow(struct ns_table *t, int upper)
+{
+	size_t nmask = t->mask * 2 + 1;
+	struct ns_node **nb = calloc(nmask + 1, sizeof(*nb));
+
+	if (!nb)
+		return; /* keep the longer chains; still correct */
+	for (size_t i = 0; i <= t->mask; i++) {
+		struct ns_node *n = t->b[i], *next;
+
+		for (; n; n = next) {
+			size_t h = hash64(node_key(n, upper)) & nmask;
+
+			next = *chain_next(n, upper);
+			*chain_next(n, upper) = nb[h];
+			nb[h] = n;
+		}
+	}
+	free(t->b);
+	t->b = nb;
+	t->mask = nmask;
+}
+
+static void table_add(struct ns_table *t, struct ns_node *n, int upper)
+{
+	size_t h;
+
+	if (t->count > t->mask)
+		table_grow(t, upper);
+	h = hash64(node_key(n, upper)) & t->mask;
+	*chain_next(n, upper) = t->b[h];
+	t->b[h] = n;
+	t->count++;
+}
+
+static void table_del(struct ns_table *t, struct ns_node *n, int upper)
+{
+	struct ns_node **p = &t->b[hash64(node_key(n, upper)) & t->mask];
+
+	for (; *p; p = chain_next(*p, upper))
+		if (*p == n) {
+			*p = *chain_next(n, upper);
+			t->count--;
+			return;
+		}
+}
+
+static struct ns_node *table_find(struct ns_table *t, cairn_ino_t ino, int upper)
+{
+	struct ns_node *n = t->b[hash64(ino) & t->mask];
+
+	for (; n; n = *chain_next(n, upper))
+		if (node_key(n, upper) == ino)
+			return n;
+	return NULL;
+}
+
+struct ns_node *ns_table_find_lower(struct cairn_ns *ns, cairn_ino_t ino)
+{
+	return table_find(&ns->lower_tab, ino, 0);
+}
+
+struct ns_node *ns_table_find_upper(struct cairn_ns *ns, cairn_ino_t ino)
+{
+	return table_find(&ns->upper_tab, ino, 1);
+}
+
+int ns_table_add_upper(struct cairn_ns *ns, struct ns_node *n)
+{
+	if (!n->keyed_upper) {
+		table_add(&ns->upper_tab, n, 1);
+		n->keyed_upper = 1;
+	}
+	return 0;
+}
+
+void ns_table_del(struct cairn_ns *ns, struct ns_node *n)
+{
+	if (n->keyed_lower)
+		table_del(&ns->lower_tab, n, 0);
+	if (n->keyed_upper)
+		table_del(&ns->upper_tab, n, 1);
+	n->keyed_lower = n->keyed_upper = 0;
+}
+
+struct ns_node *ns_node_new(struct cairn_ns *ns, struct ns_node *parent, const char *name,
+			    size_t len)
+{
+	struct ns_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->name = malloc(len + 1);
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	memcpy(n->name, name, len);
+	n->name[len] = 0;
+	n->name_len = len;
+	n->parent = parent;
+	if (parent)
+		parent->pins++;
+	ns->nodes++;
+	return n;
+}
+
+/* Put a fresh node into the tables its layers call for. Image objects with
+ * several names are not shared: each name copies up on its own, as overlayfs
+ * does without an index. */
+int ns_node_add(struct cairn_ns *ns, struct ns_node *n, int share_lower)
+{
+	if (n->has_lower && !ns_has_upper(n) && share_lower) {
+		table_add(&ns->lower_tab, n, 0);
+		n->keyed_lower = 1;
+	}
+	if (ns_has_upper(n))
+		ns_table_add_upper(ns, n);
+	return 0;
+}
+
+static void node_free(struct cairn_ns *ns, struct ns_node *n)
+{
+	while (n && n != ns->root && n->nlookup == 0 && n->pins == 0) {
+		struct ns_node *parent = n->parent;
+
+		ns_table_del(ns, n);
+		if (ns_has_upper(n))
+			cairn_ramfs_forget(ns->ram, n->upper, 1);
+		free(n->name);
+		free(n);
+		ns->nodes--;
+		if (!parent)
+			break;
+		parent->pins--;
+		n = parent;
+	}
+}
+
+void ns_node_put(struct cairn_ns *ns, struct ns_node *n, uint64_t nlookup)
+{
+	if (n == ns->root)
+		return;
+	n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
+	node_free(ns, n);
+}
+
+/* At teardown: free every node. The RAM fs goes next, so no RAM references are
+ * dropped one by one. */
+void ns_node_free_all(struct cairn_ns *ns)
+{
+	for (int t = 0; t < 2; t++) {
+		struct ns_table *tab = t ? &ns->upper_tab : &ns->lower_tab;
+
+		for (size_t i = 0; i <= tab->mask; i++) {
+			struct ns_node *n = tab->b[i], *next;
+
+			for (; n; n = next) {
+				next = *chain_next(n, t);
+				if (n == ns->root || (!t && n->keyed_upper))
+					continue; /* freed with the upper table */
+				free(n->name);
+				free(n);
+			}
+			tab->b[i] = NULL;
+		}
+	}
+}
+
+int ns_node_rename(struct cairn_ns *ns, struct ns_node *n, struct ns_node *parent,
+		   const char *name, size_t len)
+{
+	char *copy = malloc(len + 1);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, name, len);
+	copy[len] = 0;
+	free(n->name);
+	n->name = copy;
+	n->name_len = len;
+	if (n->parent != parent) {
+		struct ns_node *old = n->parent;
+
+		parent->pins++;
+		n->parent = parent;
+		old->pins--;
+		node_free(ns, old);
+	}
+	return 0;
+}
+
+/* ---- a set of uint64 keys (open addressing) ---- */
+
+#define SET_EMPTY 0
+#define SET_DEAD UINT64_MAX
+
+int ns_set_init(struct ns_set *s)
+{
+	s->mask = 63;
+	s->used = 0;
+	s->keys = calloc(s->mask + 1, sizeof(*s->keys));
+	return s->keys ? 0 : -ENOMEM;
+}
+
+void ns_set_destroy(struct ns_set *s)
+{
+	free(s->keys);
+	s->keys = NULL;
+}
+
+/* Keys 0 and UINT64_MAX are stored shifted by one so they never collide with the
+ * slot markers. */
+static uint64_t set_key(uint64_t k)
+{
+	return k + 1 == SET_DEAD ? 1 : k + 1;
+}
+
+int ns_set_has(const struct ns_set *s, uint64_t key)
+{
+	uint64_t k = set_key(key);
+
+	for (size_t i = hash64(k) & s->mask;; i = (i + 1) & s->mask) {
+		if (s->keys[i] == k)
+			return 1;
+		if (s->keys[i] == SET_EMPTY)
+			return 0;
+	}
+}
+
+static int set_rehash(struct ns_set *s, size_t nmask)
+{
+	uint64_t *old = s->keys;
+	size_t omask = s->mask;
+
+	s->keys = calloc(nmask + 1, sizeof(*s->keys));
+	if (!s->keys) {
+		s->keys = old;
+		return -ENOMEM;
+	}
+	s->mask = nmask;
+	s->used = 0;
+	for (size_t i = 0; i <= omask; i++)
+		if (old[i] != SET_EMPTY && old[i] != SET_DEAD) {
+			size_t j = hash64(old[i]) & nmask;
+
+			while (s->keys[j] != SET_EMPTY)
+				j = (j + 1) & nmask;
+			s->keys[j] = old[i];
+			s->used++;
+		}
+	free(old);
+	return 0;
+}
+
+int ns_set_add(struct ns_set *s, uint64_t key)
+{
+	uint64_t k = set_key(key);
+	size_t i;
+
+	if (ns_set_has(s, key))
+		return 0;
+	if ((s->used + 1) * 2 > s->mask) {
+		int rc = set_rehash(s, s->mask * 2 + 1);
+
+		if (rc)
+			return rc;
+	}
+	for (i = hash64(k) & s->mask; s->keys[i] != SET_EMPTY && s->keys[i] != SET_DEAD;
+	     i = (i + 1) & s->mask)
+		;
+	if (s->keys[i] == SET_EMPTY)
+		s->used++;
+	s->keys[i] = k;
+	return 0;
+}
+
+void ns_set_del(struct ns_set *s, uint64_t key)
+{
+	uint64_t k = set_key(key);
+
+	for (size_t i = hash64(k) & s->mask;; i = (i + 1) & s->mask) {
+		if (s->keys[i] == k) {
+			s->keys[i] = SET_DEAD;
+			return;
+		}
+		if (s->keys[i] == SET_EMPTY)
+			return;
+	}
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* Making and freeing a namespace: the root node and the tmp= subtrees. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "ns_internal.h"
+
+static const struct cairn_cred root_cred = { 0, 0 };
+
+/* Find or make directory `name` in RAM dir `up`, shaped after image dir `low`
+ * when there is one (have_low), else with mode `mode`. *out gets its inode. */
+static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, size_t len,
+		      int have_low, cairn_ino_t low, uint32_t mode, int seed, cairn_ino_t *out)
+{
+	struct cairn_stat st;
+	int rc = cairn_ramfs_lookup(ns->ram, up, name, len, &st);
+
+	if (rc == 0) {
+		cairn_ramfs_forget(ns->ram, st.ino, 1);
+		if (!S_ISDIR(st.mode))
+			return -ENOTDIR;
+		*out = st.ino;
+		return 0;
+	}
+	if (rc != -ENOENT)
+		return rc;
+	if (have_low)
+		rc = ns_copy_object(ns, low, up, name, len, &st);
+	else
+		rc = cairn_ramfs_mkdir(ns->ram, up, name, len, mode, &root_cred, &st);
+	if (rc)
+		return rc;
+	cairn_ramfs_forget(ns->ram, st.ino, 1);
+	*out = st.ino;
+	if (have_low && seed)
+		rc = ns_copy_tree(ns, low, st.ino, 0);
+	return rc;
+}
+
+/* One tmp= path: walk it in both layers, making the RAM directories. */
+static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
+{
+	cairn_ino_t up = cairn_ramfs_root(ns->ram), low = cairn_image_root(ns->img);
+	int have_low = 1, ncomp = 0;
+	size_t i = 0;
+	cairn_ino_t *nr;
+
+	if (plen == 0 || path[0] != '/')
+		return -EINVAL;
+	while (i < plen) {
+		size_t s, len;
+		int last;
+		int rc;
+
+		while (i < plen && path[i] == '/')
+			i++;
+		s = i;
+		while (i < plen && path[i] != '/')
+			i++;
+		len = i - s;
+		if (len == 0)
+			break;
+		if ((len == 1 && path[s] == '.') || (len == 2 && !memcmp(path + s, "..", 2)))
+			return -EINVAL;
+		if (len > 255)
+			return -ENAMETOOLONG;
+		{
+			size_t j = i;
+
+			while (j < plen && path[j] == '/')
+				j++;
+			last = j >= plen;
+		}
+		if (have_low) {
+			cairn_ino_t child;
+			struct cairn_stat ls;
+
+			rc = cairn_image_lookup(ns->img, low, path + s, len, &child);
+			if (rc == 0)
+				rc = cairn_image_stat(ns->img, child, &ls);
+			if (rc == 0 && S_ISDIR(ls.mode))
+				low = child;
+			else if (rc == 0 || rc == -ENOENT)
+				have_low = 0;
+			else
+				return rc;
+		}
+		rc = ensure_dir(ns, up, path + s, len, have_low, low, last ? 01777 : 0755, last,
+				&up);
+		if (rc)
+			return rc;
+		ncomp++;
+	}
+	if (ncomp == 0)
+		return -EINVAL; /* "/" itself: that is what overlay and --empty are for */
+	nr = realloc(ns->tmp_roots, (ns->n_tmp_roots + 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	ns->tmp_roots = nr;
+	ns->tmp_roots[ns->n_tmp_roots++] = up;
+	return 0;
+}
+
+static int add_tmp_paths(struct cairn_ns *ns, const char *paths)
+{
+	while (*paths) {
+		const char *end = strchr(paths, ':');
+		size_t len = end ? (size_t)(end - paths) : strlen(paths);
+		int rc = len ? add_tmp_path(ns, paths, len) : 0;
+
+		if (rc)
+			return rc;
+		paths += len;
+		if (*paths == ':')
+			paths++;
+	}
+	return 0;
+}
+
+static int make_root(struct cairn_ns *ns)
+{
+	struct ns_node *r = ns_node_new(ns, NULL, "", 0);
+
+	if (!r)
+		return -ENOMEM;
+	r->type = S_IFDIR;
+	r->nlookup = 1;
+	if (ns->img) {
+		r->has_lower = 1;
+		r->lower = cairn_image_root(ns->img);
+		r->st_ino = r->lower;
+	}
+	if (ns->ram) {
+		r->upper = cairn_ramfs_root(ns->ram);
+		r->has_upper = 1;
+		if (!ns->img)
+			r->st_ino = r->upper;
+	}
+	ns->root = r;
+	return 0;
+}
+
+int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
+{
+	struct cairn_ns *ns;
+	struct cairn_ramfs_config rc_cfg = cfg->ram;
+	int empty = (cfg->flags & CAIRN_NS_EMPTY) != 0;
+	int has_tmp = cfg->tmp_paths && cfg->tmp_paths[0];
+	int rc;
+
+	*out = NULL;
+	if (!empty && !cfg->image)
+		return -EINVAL;
+	ns = calloc(1, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	pthread_mutex_init(&ns->lock, NULL);
+	ns->img = empty ? NULL : cfg->image;
+	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
+	rc = ns_table_init(&ns->lower_tab);
+	if (!rc)
+		rc = ns_table_init(&ns->upper_tab);
+	if (!rc)
+		rc = ns_set_init(&ns->opaque);
+	if (rc)
+		goto fail;
+	if (ns->img) {
+		struct cairn_image_info info;
+		struct cairn_stat rs;
+
+		cairn_image_get_info(ns->img, &info);
+		ns->ino_offset = info.inode_count + 1;
+		rc = cairn_image_stat(ns->img, cairn_image_root(ns->img), &rs);
+		if (rc)
+			goto fail;
+		rc_cfg.root_mode = rs.mode & 07777;
+		rc_cfg.root_uid = rs.uid;
+		rc_cfg.root_gid = rs.gid;
+	}
+	if (ns->overlay || has_tmp) {
+		rc = cairn_ramfs_new(&rc_cfg, &ns->ram);
+		if (rc)
+			goto fail;
+	}
+	rc = make_root(ns);
+	if (!rc && ns->img && ns->ram)
+		ns_node_add(ns, ns->root, 1);
+	if (!rc && has_tmp && !empty)
+		rc = add_tmp_paths(ns, cfg->tmp_paths);
+	if (rc)
+		goto fail;
+	*out = ns;
+	return 0;
+fail:
+	cairn_ns_free(ns);
+	return rc;
+}
+
+void cairn_ns_free(struct cairn_ns *ns)
+{
+	if (!ns)
+		return;
+	if (ns->lower_tab.b && ns->upper_tab.b)
+		ns_node_free_all(ns);
+	if (ns->root) {
+		free(ns->root->name);
+		free(ns->root);
+	}
+	if (ns->ram)
+		cairn_ramfs_free(ns->ram);
+	ns_table_destroy(&ns->lower_tab);
+	ns_table_destroy(&ns->upper_tab);
+	ns_set_destroy(&ns->opaque);
+	free(ns->tmp_roots);
+	pthread_mutex_destroy(&ns->lock);
+	free(ns);
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/* Seeding a RAM tree from an image (cairn_ramfs_copy_from_image): a host tree is
+ * packed with mkfs, opened with the reader and copied; everything is compared. */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <unistd.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
+#include <cairn/image.h>
+#include <cairn/mkfs.h>
+#include "helpers.h"
+
+struct fixture {
+	char dir[64];           /* host tree and image live here */
+	struct cairn_image *img;
+	struct cairn_ramfs *fs;
+	int have_xattr;
+};
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static void put_file(const char *path, const char *data, size_t len, off_t off)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, data, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char p[256], img[128];
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m;
+	struct cairn_open_opts oo = { 0 };
+
+	strcpy(f->dir, "/tmp/cairn-ramfs-img.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	*state = f;
+	snprintf(p, sizeof(p), "%s/src", f->dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/src/tmp", f->dir);
+	mkdir(p, 01777);
+	snprintf(p, sizeof(p), "%s/src/tmp/small", f->dir);
+	put_file(p, "small file\n", 11, 0);
+	chmod(p, 0640);
+	snprintf(p, sizeof(p), "%s/src/tmp/sparse", f->dir);
+	put_file(p, "end", 3, 5 * 4096 + 7);  /* a hole, then data */
+	snprintf(p, sizeof(p), "%s/src/tmp/sub", f->dir);
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/src/tmp/sub/deep", f->dir);
+	put_file(p, "deep", 4, 0);
+	snprintf(img, sizeof(img), "%s/src/tmp/sub/hard", f->dir);
+	assert_int_equal(link(p, img), 0);
+	snprintf(p, sizeof(p), "%s/src/tmp/link", f->dir);
+	assert_int_equal(symlink("sub/deep", p), 0);
+	snprintf(p, sizeof(p), "%s/src/tmp/fifo", f->dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/src/tmp/small", f->dir);
+	f->have_xattr = setxattr(p, "user.color", "blue", 4, 0) == 0;
+	struct timeval tv[2] = { { 1000000000, 0 }, { 1100000000, 500000 } };
+	assert_int_equal(utimes(p, tv), 0);
+	snprintf(p, sizeof(p), "%s/src/tmp", f->dir);
+	assert_int_equal(chmod(p, 01777), 0);
+	snprintf(p, sizeof(p), "%s/src/other", f->dir);
+	put_file(p, "not copied", 10, 0);
+
+	cairn_mkfs_opts_init(&o);
+	o.no_fsync = 1;
+	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
+	snprintf(p, sizeof(p), "%s/src", f->dir);
+	assert_int_equal(cairn_mkfs_add_tree(m, "/", p), 0);
+	snprintf(img, sizeof(img), "%s/img.cairn", f->dir);
+	assert_int_equal(cairn_mkfs_write_path(m, img), 0);
+	cairn_mkfs_free(m);
+	assert_int_equal(cairn_image_open_path(img, &oo, &f->img), 0);
+	f->fs = t_new(0, 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	if (f->fs)
+		cairn_ramfs_free(f->fs);
+	if (f->img)
+		cairn_image_close(f->img);
+	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static cairn_ino_t path_of(struct cairn_ramfs *fs, const char *path)
+{
+	cairn_ino_t ino;
+
+	assert_int_equal(cairn_ramfs_resolve(fs, path, 0, &ino), 0);
+	cairn_ramfs_forget(fs, ino, 1); /* the tree keeps it alive */
+	return ino;
+}
+
+static void test_copy_tmp(void **state)
+{
+	struct fixture *f = *state;
+	cairn_ino_t src, root = cairn_ramfs_root(f->fs);
+	char buf[64 * 1024];
+	struct cairn_stat st;
+
+	assert_int_equal(cairn_image_resolve(f->img, "/tmp", 0, &src), 0);
+	assert_int_equal(cairn_ramfs_copy_from_image(f->fs, root, f->img, src), 0);
+	/* the destination took /tmp's own mode */
+	assert_int_equal(t_stat(f->fs, root).mode, S_IFDIR | 01777);
+	assert_int_equal(t_lookup(f->fs, root, "other"), -ENOENT);
+
+	st = t_stat(f->fs, path_of(f->fs, "small"));
+	assert_int_equal(st.mode, S_IFREG | 0640);
+	assert_int_equal(st.size, 11);
+	assert_int_equal(st.mtime.sec, 1100000000);
+	assert_int_equal(st.mtime.nsec, 500000000);
+	assert_int_equal(st.atime.sec, 1000000000);
+	assert_int_equal(cairn_ramfs_read(f->fs, st.ino, buf, sizeof(buf), 0), 11);
+	assert_memory_equal(buf, "small file\n", 11);
+	if (f->have_xattr) {
+		assert_int_equal(cairn_ramfs_getxattr(f->fs, st.ino, "user.color", buf, 64), 4);
+		assert_memory_equal(buf, "blue", 4);
+	}
+
+	st = t_stat(f->fs, path_of(f->fs, "sparse"));
+	assert_int_equal(st.size, 5 * 4096 + 10);
+	assert_int_equal(st.blocks, 4096 / 512);         /* the hole stayed a hole */
+	assert_int_equal(cairn_ramfs_read(f->fs, st.ino, buf, sizeof(buf), 0), 5 * 4096 + 10);
+	for (int i = 0; i < 5 * 4096 + 7; i++)
+		assert_int_equal(buf[i], 0);
+	assert_memory_equal(buf + 5 * 4096 + 7, "end", 3);
+
+	cairn_ino_t sub = path_of(f->fs, "sub");
+	assert_int_equal(t_stat(f->fs, sub).mode, S_IFDIR | 0700);
+	assert_int_equal(t_stat(f->fs, root).nlink, 3);
+	cairn_ino_t deep = path_of(f->fs, "sub/deep");
+	assert_int_equal(path_of(f->fs, "sub/hard"), deep);  /* hard link kept */
+	assert_int_equal(t_stat(f->fs, deep).nlink, 2);
+
+	st = t_stat(f->fs, path_of(f->fs, "link"));
+	assert_true(S_ISLNK(st.mode));
+	assert_int_equal(cairn_ramfs_readlink(f->fs, st.ino, buf, sizeof(buf)), 8);
+	assert_memory_equal(buf, "sub/deep", 8);
+	assert_true(S_ISFIFO(t_stat(f->fs, path_of(f->fs, "fifo")).mode));
+
+	/* Copying again merges directories but refuses to replace files. */
+	assert_int_equal(cairn_ramfs_copy_from_image(f->fs, root, f->img, src), -EEXIST);
+	/* A file is no directory to copy. */
+	cairn_ino_t img_small;
+	assert_int_equal(cairn_image_resolve(f->img, "/tmp/small", 0, &img_small), 0);
+	assert_int_equal(cairn_ramfs_copy_from_image(f->fs, sub, f->img, img_small), -ENOTDIR);
+}
+
+static void test_copy_enospc(void **state)
+{
+	struct fixture *f = *state;
+	struct cairn_ramfs_config cfg = { .size_limit = 2 * 4096 };
+	struct cairn_ramfs *small;
+	cairn_ino_t src;
+
+	assert_int_equal(cairn_ramfs_new(&cfg, &small), 0);
+	assert_int_equal(cairn_image_resolve(f->img, "/tmp", 0, &src), 0);
+	assert_int_equal(cairn_ramfs_copy_from_image(small, cairn_ramfs_root(small), f->img, src),
+			 -ENOSPC);
+	cairn_ramfs_free(small);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_copy_tmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_enospc, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

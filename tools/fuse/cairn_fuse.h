@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FUSE front end: translates kernel requests into cairn_ns calls (all the
+ * filesystem logic lives in lib/ns) and runs the daemon for `cairn mount`.
+ */
+#ifndef CAIRN_FUSE_H
+#define CAIRN_FUSE_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <cairn/cairn.h>
+#include <cairn/ns.h>
+#include "mount.h"
+
+struct cairn_trace;
+
+/* The daemon's state, handed to every handler as the session's userdata. */
+struct cairn_fuse {
+	struct cairn_ns *ns;
+	struct cairn_image *img;        /* NULL with --empty */
+	struct fuse_session *se;
+	const struct cairn_mount_opts *o;
+	struct cairn_trace *trace;      /* NULL unless trace= */
+	char *mnt_abs;                  /* absolute mountpoint */
+	pthread_mutex_t init_lock;
+	pthread_cond_t init_cond;
+	int init_done;
+};
+
+extern const struct fuse_lowlevel_ops cairn_fuse_ops;
+
+/* trace.c: records "PATH OFFSET LENGTH" the first time each range of an image
+ * file is read. */
+int cairn_trace_open(const char *path, struct cairn_trace **out);
+void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uint64_t len);
+void cairn_trace_close(struct cairn_trace *t);
+
+#endif

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mount daemon: open the image and build the namespace (so a bad image is
+ * refused before anything is mounted), mount, detach from the terminal, serve
+ * until unmounted or signalled, then write stats and free everything.
+ *
+ * Daemon mode forks first, before any thread exists (the cache starts workers),
+ * and the child tells the parent over a pipe whether the mount worked, so
+ * errors reach the caller's terminal and exit status.
+ *
+ * Signals: SIGTERM/SIGINT/SIGHUP end the session (libfuse's handlers), SIGUSR1
+ * writes the stats file, SIGUSR2 clears the fault plan of fault= mounts. The
+ * latter two are taken by a thread in sigwait(), so no handler touches state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "cairn_fuse.h"
+
+#define READ_AHEAD_KB 4096
+
+static void errf(const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "cairn mount: ");
+	fprintf(stderr, fmt, a, b);
+	fputc('\n', stderr);
+}
+
+/* ---- stats ---- */
+
+static void rss_kb(uint64_t *rss, uint64_t *hwm)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	*rss = *hwm = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "VmRSS:", 6))
+			*rss = strtoull(line + 6, NULL, 10);
+		else if (!strncmp(line, "VmHWM:", 6))
+			*hwm = strtoull(line + 6, NULL, 10);
+	}
+	fclose(f);
+}
+
+/* "key value" lines, replaced atomically so readers never see half a file. */
+static void write_stats(struct cairn_fuse *cf)
+{
+	const char *path = cf->o->stats_file;
+	struct cairn_ns_usage u;
+	uint64_t rss, hwm;
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	if (!path || snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return;
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	if (cf->img) {
+		struct cairn_bdev_counters dc;
+		struct cairn_cache_stats cs;
+
+		if (cairn_image_device_counters(cf->img, &dc) == 0) {
+			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
+			fprintf(f, "device_bytes %" PRIu64 "\n", dc.bytes);
+			fprintf(f, "device_errors %" PRIu64 "\n", dc.errors);
+		}
+		cairn_cache_get_stats(cairn_image_cache(cf->img), &cs);
+		fprintf(f, "cache_hits %" PRIu64 "\ncache_misses %" PRIu64 "\n", cs.hits,
+			cs.misses);
+		fprintf(f, "cache_requests %" PRIu64 "\ncache_bytes %" PRIu64 "\n", cs.requests,
+			cs.bytes);
+		fprintf(f, "readahead_bytes %" PRIu64 "\nreadahead_used %" PRIu64
+			"\nreadahead_wasted %" PRIu64 "\n",
+			cs.readahead_bytes, cs.readahead_used, cs.readahead_wasted);
+		fprintf(f, "cache_evictions %" PRIu64 "\ncache_resident_bytes %" PRIu64
+			"\ncache_errors %" PRIu64 "\n",
+			cs.evictions, cs.resident_bytes, cs.errors);
+	}
+	cairn_ns_usage(cf->ns, &u);
+	fprintf(f, "ns_nodes %" PRIu64 "\nns_copy_ups %" PRIu64 "\n", u.nodes, u.copy_ups);
+	fprintf(f, "ram_data_bytes %" PRIu64 "\nram_meta_bytes %" PRIu64 "\nram_inodes %" PRIu64
+		"\n", u.ram.data_bytes, u.ram.meta_bytes, u.ram.inodes);
+	rss_kb(&rss, &hwm);
+	fprintf(f, "rss_kb %" PRIu64 "\nrss_peak_kb %" PRIu64 "\n", rss, hwm);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+}
+
+/* ---- helper threads ---- */
+
+struct sig_thread {
+	struct cairn_fuse *cf;
+	pthread_t tid;
+	int quit;
+};
+
+static void *sig_main(void *arg)
+{
+	struct sig_thread *st = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	for (;;) {
+		if (sigwait(&set, &sig))
+			continue;
+		if (__atomic_load_n(&st->quit, __ATOMIC_ACQUIRE))
+			break;
+		if (sig == SIGUSR1)
+			write_stats(st->cf);
+		else if (sig == SIGUSR2 && st->cf->img && cairn_image_fault_dev(st->cf->img))
+			cairn_bdev_fault_set(cairn_image_fault_dev(st->cf->img), NULL);
+	}
+	return NULL;
+}
+
+/* Raise the bdi read-ahead once the kernel has taken the INIT reply (which can
+ * only lower it). stat() of the mount root waits for INIT to complete. */
+static void *ra_main(void *arg)
+{
+	struct cairn_fuse *cf = arg;
+	char path[64], val[16];
+	struct stat st;
+	int fd;
+
+	pthread_mutex_lock(&cf->init_lock);
+	while (!cf->init_done)
+		pthread_cond_wait(&cf->init_cond, &cf->init_lock);
+	pthread_mutex_unlock(&cf->init_lock);
+	if (fuse_session_exited(cf->se) || stat(cf->mnt_abs, &st))
+		return NULL;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
+		 minor(st.st_dev));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		int n = snprintf(val, sizeof(val), "%d", READ_AHEAD_KB);
+
+		if (write(fd, val, (size_t)n) < 0) {
+			/* not allowed here (not root): keep the default */
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+/* ---- setup ---- */
+
+static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+{
+	struct cairn_ns_config nc;
+	int rc;
+
+	if (!o->empty) {
+		struct cairn_open_opts oo = o->open;
+		struct cairn_stat st;
+
+		oo.fault = o->has_fault ? &o->fault : NULL;
+		rc = cairn_image_open_path(o->image, &oo, &cf->img);
+		/* Reading the root now refuses images whose metadata is damaged at the
+		 * start, before anything is mounted. */
+		if (!rc)
+			rc = cairn_image_stat(cf->img, cairn_image_root(cf->img), &st);
+		if (!rc && !S_ISDIR(st.mode))
+			rc = -CAIRN_ECORRUPT;
+		if (rc) {
+			errf("%s: %s", o->image, cairn_strerror(rc));
+			return -1;
+		}
+		if (o->prefetch)
+			cairn_image_prefetch_hot(cf->img);
+	}
+	memset(&nc, 0, sizeof(nc));
+	nc.image = cf->img;
+	nc.flags = (o->empty ? CAIRN_NS_EMPTY : 0) | (o->overlay ? CAIRN_NS_OVERLAY : 0);
+	nc.tmp_paths = o->tmp_paths;
+	nc.ram.size_limit = o->size_limit;
+	nc.ram.inode_limit = o->inode_limit;
+	if (o->empty)
+		nc.ram.root_mode = 01777;
+	rc = cairn_ns_new(&nc, &cf->ns);
+	if (rc) {
+		errf("%s: cannot build the namespace: %s", o->image ? o->image : "--empty",
+		     cairn_strerror(rc));
+		return -1;
+	}
+	if (o->trace_file) {
+		rc = cairn_trace_open(o->trace_file, &cf->trace);
+		if (rc) {
+			errf("%s: %s", o->trace_file, cairn_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static struct fuse_session *new_session(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+{
+	char opts[PATH_MAX + 128];
+	char *argv[4] = { "cairn", "-o", opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	const char *fsname = o->image ? o->image : "cairn-ram";
+
+	/* fsname is shown by mount(8); commas would split the option string. */
+	if (strchr(fsname, ','))
+		fsname = "cairn";
+	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s", fsname,
+		 o->allow_other ? ",allow_other" : "");
+	return fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
+}
+
+/* Daemon mode: returns in the child with *notify_fd set; the parent exits with
+ * the child's verdict. */
+static int detach_early(int *notify_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		char c = 1;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			c = 1; /* the child died before mounting; it printed why */
+		_exit(c);
+	}
+	close(p[0]);
+	setsid();
+	*notify_fd = p[1];
+	return 0;
+}
+
+static void finish_detach(int notify_fd, char status)
+{
+	int nul;
+
+	if (notify_fd < 0)
+		return;
+	if (status == 0) {
+		if (chdir("/")) {
+			/* the mount works wherever we are */
+		}
+		nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			dup2(nul, 2);
+			if (nul > 2)
+				close(nul);
+		}
+	}
+	if (write(notify_fd, &status, 1) != 1) {
+		/* the parent is gone; nothing to tell */
+	}
+	close(notify_fd);
+}
+
+static int serve(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+{
+	struct fuse_loop_config *lc;
+	int rc;
+
+	if (o->single)
+		return fuse_session_loop(cf->se);
+	lc = fuse_loop_cfg_create();
+	if (!lc)
+		return -ENOMEM;
+	if (o->max_threads)
+		fuse_loop_cfg_set_max_threads(lc, o->max_threads);
+	rc = fuse_session_loop_mt(cf->se, lc);
+	fuse_loop_cfg_destroy(lc);
+	return rc;
+}
+
+int cairn_fuse_mount(const struct cairn_mount_opts *o)
+{
+	struct cairn_fuse cf;
+	struct sig_thread sig = { &cf, 0, 0 };
+	pthread_t ra;
+	sigset_t set;
+	int notify_fd = -1, rc, ret = 1, mounted = 0, have_sig = 0, have_ra = 0;
+	char abs[PATH_MAX];
+
+	memset(&cf, 0, sizeof(cf));
+	cf.o = o;
+	pthread_mutex_init(&cf.init_lock, NULL);
+	pthread_cond_init(&cf.init_cond, NULL);
+	if (!realpath(o->mountpoint, abs)) {
+		errf("%s: %s", o->mountpoint, strerror(errno));
+		return 1;
+	}
+	cf.mnt_abs = abs;
+	/* Blocked in every thread from here on; the signal thread takes them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if (!o->foreground && detach_early(&notify_fd)) {
+		errf("%s: cannot fork: %s", o->mountpoint, strerror(errno));
+		return 1;
+	}
+	if (open_layers(&cf, o))
+		goto out;
+	cf.se = new_session(&cf, o);
+	if (!cf.se) {
+		errf("%s: %s", o->mountpoint, "cannot start a FUSE session");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(cf.se)) {
+		errf("%s: %s", o->mountpoint, "cannot set signal handlers");
+		goto out;
+	}
+	if (fuse_session_mount(cf.se, abs)) {
+		errf("%s: %s", o->mountpoint, "cannot mount (is it a directory? is /dev/fuse there?)");
+		goto out;
+	}
+	mounted = 1;
+	finish_detach(notify_fd, 0);
+	notify_fd = -1;
+	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)
+		have_sig = 1;
+	if (pthread_create(&ra, NULL, ra_main, &cf) == 0)
+		have_ra = 1;
+
+	rc = serve(&cf, o);
+	ret = rc < 0 ? 1 : 0;
+out:
+	if (mounted) {
+		fuse_session_unmount(cf.se);
+		write_stats(&cf);
+	}
+	if (cf.se) {
+		fuse_remove_signal_handlers(cf.se);
+		fuse_session_exit(cf.se);
+	}
+	if (have_ra) {
+		pthread_mutex_lock(&cf.init_lock);
+		cf.init_done = 1;
+		pthread_cond_broadcast(&cf.init_cond);
+		pthread_mutex_unlock(&cf.init_lock);
+		pthread_join(ra, NULL);
+	}
+	if (have_sig) {
+		__atomic_store_n(&sig.quit, 1, __ATOMIC_RELEASE);
+		pthread_kill(sig.tid, SIGUSR1);
+		pthread_join(sig.tid, NULL);
+	}
+	if (cf.se)
+		fuse_session_destroy(cf.se);
+	finish_detach(notify_fd, 1);
+	cairn_trace_close(cf.trace);
+	cairn_ns_free(cf.ns);
+	if (cf.img)
+		cairn_image_close(cf.img);
+	pthread_cond_destroy(&cf.init_cond);
+	pthread_mutex_destroy(&cf.init_lock);
+	return ret;
+}

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * FUSE low-level handlers: each translates one request into cairn_ns calls and
+ * replies exactly once. Objects that can never change (the read-only image) are
+ * cached by the kernel for a day, negative lookups included; writable ones for a
+ * second (every change goes through this mount, and the kernel invalidates what
+ * it changes itself).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include "cairn_fuse.h"
+
+#define RO_TIMEOUT 86400.0
+#define RW_TIMEOUT 1.0
+
+/* An open file: what release needs, and whether the kernel may keep its pages. */
+struct cairn_fuse_file {
+	uint64_t ns_fh;
+	int append;
+};
+
+static struct cairn_fuse *ctx_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* Negative errno from the library to a positive one for the kernel; a corrupt
+ * image is an IO error to applications. */
+static int to_errno(long rc)
+{
+	if (rc == -CAIRN_ECORRUPT)
+		return EIO;
+	return rc < 0 ? (int)-rc : EIO;
+}
+
+static void cred_of(fuse_req_t req, struct cairn_cred *c)
+{
+	const struct fuse_ctx *fc = fuse_req_ctx(req);
+
+	c->uid = fc->uid;
+	c->gid = fc->gid;
+}
+
+static void to_stat(const struct cairn_stat *s, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = s->ino;
+	st->st_mode = s->mode;
+	st->st_nlink = s->nlink;
+	st->st_uid = s->uid;
+	st->st_gid = s->gid;
+	st->st_size = (off_t)s->size;
+	st->st_blocks = (blkcnt_t)s->blocks;
+	st->st_blksize = 4096;
+	st->st_rdev = s->rdev;
+	st->st_atim.tv_sec = s->atime.sec;
+	st->st_atim.tv_nsec = s->atime.nsec;
+	st->st_mtim.tv_sec = s->mtime.sec;
+	st->st_mtim.tv_nsec = s->mtime.nsec;
+	st->st_ctim.tv_sec = s->ctime.sec;
+	st->st_ctim.tv_nsec = s->ctime.nsec;
+}
+
+static double timeout_of(const struct cairn_ns_entry *e)
+{
+	return (e->flags & CAIRN_NS_E_IMMUTABLE) ? RO_TIMEOUT : RW_TIMEOUT;
+}
+
+static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe)
+{
+	memset(fe, 0, sizeof(*fe));
+	fe->ino = e->node;
+	fe->attr_timeout = timeout_of(e);
+	fe->entry_timeout = timeout_of(e);
+	to_stat(&e->st, &fe->attr);
+}
+
+static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
+{
+	struct fuse_entry_param fe;
+
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	to_entry(e, &fe);
+	if (fuse_reply_entry(req, &fe) == -ENOENT) /* interrupted: the kernel never saw it */
+		cairn_ns_forget(ctx_of(req)->ns, e->node, 1);
+}
+
+static void cairn_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct cairn_ns_entry e;
+	int rc = cairn_ns_lookup(ctx_of(req)->ns, parent, name, strlen(name), &e);
+
+	if (rc == -ENOENT && (e.flags & CAIRN_NS_E_IMMUTABLE)) {
+		struct fuse_entry_param fe;
+
+		memset(&fe, 0, sizeof(fe)); /* ino 0: a negative entry the kernel may cache */
+		fe.entry_timeout = RO_TIMEOUT;
+		fuse_reply_entry(req, &fe);
+		return;
+	}
+	reply_entry(req, rc, &e);
+}
+
+static void cairn_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	cairn_ns_forget(ctx_of(req)->ns, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void cairn_fuse_forget_multi(fuse_req_t req, size_t count,
+				    struct fuse_forget_data *forgets)
+{
+	struct cairn_ns *ns = ctx_of(req)->ns;
+
+	for (size_t i = 0; i < count; i++)
+		cairn_ns_forget(ns, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void cairn_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cairn_ns_entry e;
+	struct stat st;
+	int rc = cairn_ns_getattr(ctx_of(req)->ns, ino, &e);
+
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	to_stat(&e.st, &st);
+	fuse_reply_attr(req, &st, timeout_of(&e));
+}
+
+static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			       struct fuse_file_info *fi)
+{
+	struct cairn_setattr sa;
+	struct cairn_ns_entry e;
+	struct cairn_cred cred;
+	struct stat st;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= CAIRN_SET_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= CAIRN_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= CAIRN_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.valid |= CAIRN_SET_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= CAIRN_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= CAIRN_SET_ATIME;
+		sa.atime.sec = attr->st_atim.tv_sec;
+		sa.atime.nsec = (uint32_t)attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= CAIRN_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= CAIRN_SET_MTIME;
+		sa.mtime.sec = attr->st_mtim.tv_sec;
+		sa.mtime.nsec = (uint32_t)attr->st_mtim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		sa.valid |= CAIRN_SET_CTIME;
+		sa.ctime.sec = attr->st_ctim.tv_sec;
+		sa.ctime.nsec = (uint32_t)attr->st_ctim.tv_nsec;
+	}
+	cred_of(req, &cred);
+	rc = cairn_ns_setattr(ctx_of(req)->ns, ino, &sa, &cred, &e);
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	to_stat(&e.st, &st);
+	fuse_reply_attr(req, &st, timeout_of(&e));
+}
+
+static void cairn_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	ssize_t n = cairn_ns_readlink(ctx_of(req)->ns, ino, buf, PATH_MAX);
+
+	if (n < 0) {
+		fuse_reply_err(req, to_errno(n));
+		return;
+	}
+	buf[n] = 0;
+	fuse_reply_readlink(req, buf);
+}
+
+static void cairn_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			     dev_t rdev)
+{
+	struct cairn_ns_entry e;
+	struct cairn_cred cred;
+
+	cred_of(req, &cred);
+	reply_entry(req, cairn_ns_mknod(ctx_of(req)->ns, parent, name, strlen(name), mode, rdev,
+					&cred, &e), &e);
+}
+
+static void cairn_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct cairn_ns_entry e;
+	struct cairn_cred cred;
+
+	cred_of(req, &cred);
+	reply_entry(req, cairn_ns_mkdir(ctx_of(req)->ns, parent, name, strlen(name), mode & 07777,
+					&cred, &e), &e);
+}
+
+static void cairn_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			       const char *name)
+{
+	struct cairn_ns_entry e;
+	struct cairn_cred cred;
+
+	cred_of(req, &cred);
+	reply_entry(req, cairn_ns_symlink(ctx_of(req)->ns, parent, name, strlen(name), link, &cred,
+					  &e), &e);
+}
+
+static void cairn_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+			    const char *newname)
+{
+	struct cairn_ns_entry e;
+
+	reply_entry(req, cairn_ns_link(ctx_of(req)->ns, ino, newparent, newname, strlen(newname),
+				       &e), &e);
+}
+
+static void reply_rc(fuse_req_t req, long rc)
+{
+	fuse_reply_err(req, rc ? to_errno(rc) : 0);
+}
+
+static void cairn_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_rc(req, cairn_ns_unlink(ctx_of(req)->ns, parent, name, strlen(name)));
+}
+
+static void cairn_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_rc(req, cairn_ns_rmdir(ctx_of(req)->ns, parent, name, strlen(name)));
+}
+
+static void cairn_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	reply_rc(req, cairn_ns_rename(ctx_of(req)->ns, parent, name, strlen(name), newparent,
+				      newname, strlen(newname), flags));
+}
+
+/* ---- files ---- */
+
+static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cairn_fuse_file *f = calloc(1, sizeof(*f));
+	struct cairn_ns_entry e;
+	int rc;
+
+	if (!f)
+		return -ENOMEM;
+	rc = cairn_ns_open(ctx_of(req)->ns, ino, fi->flags, &f->ns_fh);
+	if (rc) {
+		free(f);
+		return rc;
+	}
+	f->append = (fi->flags & O_APPEND) != 0;
+	fi->fh = (uint64_t)(uintptr_t)f;
+	/* Image files never change: keep their pages across opens. */
+	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE))
+		fi->keep_cache = 1;
+	return 0;
+}
+
+static void cairn_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = open_file(req, ino, fi);
+
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
+		struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+
+		cairn_ns_release(ctx_of(req)->ns, ino, f->ns_fh);
+		free(f);
+	}
+}
+
+static void cairn_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			      struct fuse_file_info *fi)
+{
+	struct cairn_fuse *cf = ctx_of(req);
+	struct cairn_ns_entry e;
+	struct cairn_cred cred;
+	struct fuse_entry_param fe;
+	int rc;
+
+	cred_of(req, &cred);
+	rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777), 0, &cred,
+			    &e);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL)) /* made meanwhile: open it */
+		rc = cairn_ns_lookup(cf->ns, parent, name, strlen(name), &e);
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	rc = open_file(req, e.node, fi);
+	if (rc) {
+		cairn_ns_forget(cf->ns, e.node, 1);
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	to_entry(&e, &fe);
+	if (fuse_reply_create(req, &fe, fi) == -ENOENT) {
+		struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+
+		cairn_ns_release(cf->ns, e.node, f->ns_fh);
+		cairn_ns_forget(cf->ns, e.node, 1);
+		free(f);
+	}
+}
+
+static void cairn_fuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+
+	if (f) {
+		cairn_ns_release(ctx_of(req)->ns, ino, f->ns_fh);
+		free(f);
+	}
+	fuse_reply_err(req, 0);
+}
+
+static void cairn_fuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0); /* nothing is buffered here */
+}
+
+static void cairn_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+			     struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0); /* RAM and a read-only image: nothing to make durable */
+}
+
+struct read_reply {
+	fuse_req_t req;
+	int replied;
+};
+
+static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct read_reply *r = ctx;
+
+	r->replied = 1;
+	return fuse_reply_iov(r->req, iov, iovcnt);
+}
+
+static void trace_read(struct cairn_fuse *cf, fuse_ino_t ino, uint64_t off, size_t len)
+{
+	char path[PATH_MAX];
+
+	if (cairn_ns_path(cf->ns, ino, path, sizeof(path)) > 0)
+		cairn_trace_read(cf->trace, path, off, len);
+}
+
+static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			    struct fuse_file_info *fi)
+{
+	struct cairn_fuse *cf = ctx_of(req);
+	struct read_reply r = { req, 0 };
+	int from_image = 0;
+	int rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
+
+	if (!r.replied)
+		fuse_reply_err(req, to_errno(rc));
+	else if (cf->trace && from_image)
+		trace_read(cf, ino, (uint64_t)off, size);
+}
+
+static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+			     off_t off, struct fuse_file_info *fi)
+{
+	struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+	struct cairn_cred cred;
+	ssize_t n;
+
+	cred_of(req, &cred);
+	n = cairn_ns_write(ctx_of(req)->ns, ino, buf, size, (uint64_t)off, f && f->append, &cred);
+	if (n < 0)
+		fuse_reply_err(req, to_errno(n));
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void cairn_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+				 off_t len, struct fuse_file_info *fi)
+{
+	reply_rc(req, cairn_ns_fallocate(ctx_of(req)->ns, ino, mode, (uint64_t)off,
+					 (uint64_t)len));
+}
+
+static void cairn_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+			     struct fuse_file_info *fi)
+{
+	int64_t r = cairn_ns_lseek(ctx_of(req)->ns, ino, off, whence);
+
+	if (r < 0)
+		fuse_reply_err(req, to_errno(r));
+	else
+		fuse_reply_lseek(req, r);
+}
+
+/* ---- directories ---- */
+
+static void cairn_fuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cairn_ns_entry e;
+	int rc = cairn_ns_getattr(ctx_of(req)->ns, ino, &e);
+
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	if (!S_ISDIR(e.st.mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (e.flags & CAIRN_NS_E_IMMUTABLE) { /* the listing never changes */
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
+	fuse_reply_open(req, fi);
+}
+
+static void cairn_fuse_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+struct dir_fill {
+	fuse_req_t req;
+	fuse_ino_t dir;
+	char *buf;
+	size_t size, used;
+	int plus;
+	int err;
+};
+
+static int is_dot(const char *name, size_t len)
+{
+	return (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
+}
+
+static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		       uint64_t next)
+{
+	struct dir_fill *d = ctx;
+	char cname[256];
+	size_t room = d->size - d->used, need;
+
+	if (len > 255)
+		return 0;
+	memcpy(cname, name, len);
+	cname[len] = 0;
+	if (!d->plus) {
+		struct stat st = { .st_ino = ino, .st_mode = dtype << 12 };
+
+		need = fuse_add_direntry(d->req, d->buf + d->used, room, cname, &st, (off_t)next);
+		if (need > room)
+			return 1;
+	} else {
+		struct fuse_entry_param fe;
+
+		memset(&fe, 0, sizeof(fe));
+		if (is_dot(name, len)) {
+			fe.attr.st_ino = ino;
+			fe.attr.st_mode = dtype << 12;
+		} else {
+			struct cairn_ns_entry e;
+			int rc = cairn_ns_lookup(ctx_of(d->req)->ns, d->dir, name, len, &e);
+
+			if (rc) {
+				d->err = rc;
+				return 1;
+			}
+			to_entry(&e, &fe);
+		}
+		need = fuse_add_direntry_plus(d->req, d->buf + d->used, room, cname, &fe,
+					      (off_t)next);
+		if (need > room) {
+			if (fe.ino)
+				cairn_ns_forget(ctx_of(d->req)->ns, fe.ino, 1);
+			return 1;
+		}
+	}
+	d->used += need;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+{
+	struct dir_fill d = { req, ino, NULL, size, 0, plus, 0 };
+	int rc;
+
+	d.buf = malloc(size ? size : 1);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = cairn_ns_readdir(ctx_of(req)->ns, ino, (uint64_t)off, fill_dirent, &d);
+	if (!rc)
+		rc = d.err;
+	/* Entries already added stand (the kernel takes their references); an error
+	 * only counts when nothing could be listed. */
+	if (rc && d.used == 0)
+		fuse_reply_err(req, to_errno(rc));
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+static void cairn_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, 0);
+}
+
+static void cairn_fuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+				   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, 1);
+}
+
+static void cairn_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct cairn_statfs s;
+	struct statvfs v;
+	int rc = cairn_ns_statfs(ctx_of(req)->ns, &s);
+
+	if (rc) {
+		fuse_reply_err(req, to_errno(rc));
+		return;
+	}
+	memset(&v, 0, sizeof(v));
+	v.f_bsize = s.block_size;
+	v.f_frsize = s.block_size;
+	v.f_blocks = s.blocks;
+	v.f_bfree = s.blocks_free;
+	v.f_bavail = s.blocks_free;
+	v.f_files = s.files;
+	v.f_ffree = s.files_free;
+	v.f_favail = s.files_free;
+	v.f_namemax = s.name_max ? s.name_max : 255;
+	fuse_reply_statfs(req, &v);
+}
+
+/* ---- xattrs ---- */
+
+static void reply_xattr_value(fuse_req_t req, size_t size, ssize_t n, const void *buf)
+{
+	if (n < 0)
+		fuse_reply_err(req, to_errno(n));
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void cairn_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = cairn_ns_getxattr(ctx_of(req)->ns, ino, name, buf, size);
+	reply_xattr_value(req, size, n, buf);
+	free(buf);
+}
+
+static void cairn_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = cairn_ns_listxattr(ctx_of(req)->ns, ino, buf, size);
+	reply_xattr_value(req, size, n, buf);
+	free(buf);
+}
+
+static void cairn_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+				const char *value, size_t size, int flags)
+{
+	reply_rc(req, cairn_ns_setxattr(ctx_of(req)->ns, ino, name, value, size, flags));
+}
+
+static void cairn_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	reply_rc(req, cairn_ns_removexattr(ctx_of(req)->ns, ino, name));
+}
+
+/* ---- session ---- */
+
+static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct cairn_fuse *cf = userdata;
+
+	conn->max_write = 1u << 20;             /* 1 MiB requests (256 pages) */
+	conn->max_read = 0;                     /* no cap below max_pages */
+	conn->max_readahead = 1u << 20;         /* clamped to the kernel's offer */
+	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
+	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
+	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
+	pthread_mutex_lock(&cf->init_lock);
+	cf->init_done = 1;
+	pthread_cond_broadcast(&cf->init_cond);
+	pthread_mutex_unlock(&cf->init_lock);
+}
+
+const struct fuse_lowlevel_ops cairn_fuse_ops = {
+	.init = cairn_fuse_init,
+	.lookup = cairn_fuse_lookup,
+	.forget = cairn_fuse_forget,
+	.forget_multi = cairn_fuse_forget_multi,
+	.getattr = cairn_fuse_getattr,
+	.setattr = cairn_fuse_setattr,
+	.readlink = cairn_fuse_readlink,
+	.mknod = cairn_fuse_mknod,
+	.mkdir = cairn_fuse_mkdir,
+	.symlink = cairn_fuse_symlink,
+	.link = cairn_fuse_link,
+	.unlink = cairn_fuse_unlink,
+	.rmdir = cairn_fuse_rmdir,
+	.rename = cairn_fuse_rename,
+	.open = cairn_fuse_open,
+	.create = cairn_fuse_create,
+	.read = cairn_fuse_read,
+	.write = cairn_fuse_write,
+	.flush = cairn_fuse_flush,
+	.release = cairn_fuse_release,
+	.fsync = cairn_fuse_fsync,
+	.fallocate = cairn_fuse_fallocate,
+	.lseek = cairn_fuse_lseek,
+	.opendir = cairn_fuse_opendir,
+	.readdir = cairn_fuse_readdir,
+	.readdirplus = cairn_fuse_readdirplus,
+	.releasedir = cairn_fuse_releasedir,
+	.statfs = cairn_fuse_statfs,
+	.getxattr = cairn_fuse_getxattr,
+	.listxattr = cairn_fuse_listxattr,
+	.setxattr = cairn_fuse_setxattr,
+	.removexattr = cairn_fuse_removexattr,
+};

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* What `cairn mount` hands the FUSE daemon (no FUSE headers needed here). */
+#ifndef CAIRN_FUSE_MOUNT_H
+#define CAIRN_FUSE_MOUNT_H
+
+#include <stdint.h>
+#include <cairn/image.h>
+
+struct cairn_mount_opts {
+	const char *image;              /* NULL with empty */
+	const char *mountpoint;
+	int foreground, empty, overlay, single, allow_other, prefetch;
+	const char *tmp_paths;          /* "/tmp:/var/log" or NULL */
+	const char *stats_file;         /* IO counters at unmount and on SIGUSR1 */
+	const char *trace_file;         /* first-read order, for mkfs --order */
+	struct cairn_open_opts open;
+	struct cairn_fault_config fault;
+	int has_fault;
+	uint64_t size_limit, inode_limit;
+	unsigned max_threads;           /* 0 = libfuse default */
+};
+
+/* Mount and serve until unmounted; returns a process exit code. In daemon mode
+ * the caller's process exits when the mount is up (0) or failed (1). */
+int cairn_fuse_mount(const struct cairn_mount_opts *o);
+
+#endif
