@@ -424,6 +424,10 @@ One build each, source tree warm in the page cache, mksquashfs using all cores.
 
 {skipped}
 
+## Cut short
+
+{chr(10).join(f"- {s['what']}: {s['why']}" for s in r.get('slow', [])) or "- nothing"}
+
 ## Failed
 
 {failed}
