@@ -93,6 +93,10 @@ struct cairn_ramfs {
 
 	size_t chunk_size;
 	unsigned chunk_shift;
+	/* Pool of freed chunks (a LIFO list linked through their first bytes). */
+	pthread_mutex_t pool_lock;
+	void *pool;
+	uint64_t pool_count, pool_max;  /* in chunks */
 	void *zero_chunk;               /* shared zeros for read_iov holes */
 	uint64_t size_limit, inode_limit;
 
@@ -125,6 +129,7 @@ bool ramfs_cred_root(const struct cairn_cred *cred);
 void ramfs_kill_suid(struct ramfs_inode *n);
 
 /* data.c (callers hold n->lock for writing unless noted) */
+void ramfs_pool_drain(struct cairn_ramfs *fs);
 void ramfs_data_free_all(struct cairn_ramfs *fs, struct ramfs_inode *n);
 int ramfs_data_truncate(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t size);
 

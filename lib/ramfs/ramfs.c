@@ -272,6 +272,9 @@ int cairn_ramfs_new(const struct cairn_ramfs_config *cfg, struct cairn_ramfs **o
 	while ((1ul << fs->chunk_shift) < cs)
 		fs->chunk_shift++;
 	fs->size_limit = cfg->size_limit;
+	if (cfg->pool_bytes != CAIRN_RAMFS_NO_POOL)
+		fs->pool_max = (cfg->pool_bytes ? cfg->pool_bytes : CAIRN_RAMFS_DEFAULT_POOL) / cs;
+	pthread_mutex_init(&fs->pool_lock, NULL);
 	fs->inode_limit = cfg->inode_limit;
 	fs->zero_chunk = calloc(1, cs);
 	pthread_rwlock_init(&fs->ns_lock, NULL);
@@ -317,6 +320,8 @@ void cairn_ramfs_free(struct cairn_ramfs *fs)
 		if (v && !(v & 1u))
 			inode_destroy(fs, (struct ramfs_inode *)v);
 	}
+	ramfs_pool_drain(fs);
+	pthread_mutex_destroy(&fs->pool_lock);
 	free(fs->table);
 	free(fs->zero_chunk);
 	pthread_rwlock_destroy(&fs->ns_lock);
@@ -471,4 +476,7 @@ void cairn_ramfs_usage(struct cairn_ramfs *fs, struct cairn_ramfs_usage *out)
 	out->meta_bytes = atomic_load_explicit(&fs->meta_bytes, memory_order_relaxed);
 	out->inodes = atomic_load_explicit(&fs->inodes, memory_order_relaxed);
 	out->bytes_copied = atomic_load_explicit(&fs->bytes_copied, memory_order_relaxed);
+	pthread_mutex_lock(&fs->pool_lock);
+	out->pool_bytes = fs->pool_count << fs->chunk_shift;
+	pthread_mutex_unlock(&fs->pool_lock);
 }

@@ -29,6 +29,8 @@ static const char usage[] =
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
+	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
+	"                  (auto: when the metadata is at most 16 MiB)\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
 	"  allow_other     let other users in (always on when root mounts)\n"
 	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
@@ -129,6 +131,17 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		if (num_opt(key, val, &v))
 			return -1;
 		o->max_threads = (unsigned)v;
+	} else if (!strcmp(key, "verify") && val) {
+		if (!strcmp(val, "auto"))
+			o->verify = CAIRN_VERIFY_AUTO;
+		else if (!strcmp(val, "none"))
+			o->verify = CAIRN_VERIFY_NONE;
+		else if (!strcmp(val, "meta"))
+			o->verify = CAIRN_VERIFY_META;
+		else {
+			cli_err("mount", "-o verify is auto, meta or none, got '%s'", val);
+			return -1;
+		}
 	} else if (!strcmp(key, "allow_other") && !val) {
 		o->allow_other = 1;
 	} else if (!strcmp(key, "fault_every")) {
