@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "ramfs/internal.h"
 
@@ -73,13 +74,14 @@ static void **rt_slot(struct cairn_ramfs *fs, struct ramfs_tree *t, uint64_t idx
 	return slot;
 }
 
-/* A chunk's memory: from the pool when it has one (already resident), else malloc. */
+/* A chunk's memory: from the pool when it has one (already resident), else
+ * malloc. The pool is only tried, never waited for: writers of different
+ * files must not queue behind each other. */
 static void *chunk_get(struct cairn_ramfs *fs)
 {
 	void *ch = NULL;
 
-	if (fs->pool_max) {
-		pthread_mutex_lock(&fs->pool_lock);
+	if (fs->pool_max && !pthread_mutex_trylock(&fs->pool_lock)) {
 		ch = fs->pool;
 		if (ch) {
 			memcpy(&fs->pool, ch, sizeof(void *));
@@ -92,8 +94,7 @@ static void *chunk_get(struct cairn_ramfs *fs)
 
 static void chunk_put(struct cairn_ramfs *fs, void *ch)
 {
-	if (fs->pool_max) {
-		pthread_mutex_lock(&fs->pool_lock);
+	if (fs->pool_max && !pthread_mutex_trylock(&fs->pool_lock)) {
 		if (fs->pool_count < fs->pool_max) {
 			memcpy(ch, &fs->pool, sizeof(void *));
 			fs->pool = ch;
@@ -253,17 +254,22 @@ static bool atime_stale(const struct ramfs_inode *n, const struct cairn_time *no
 	return now->sec - a->sec >= 24 * 3600;
 }
 
-/* Called after a read with n->lock read-held, which it drops. */
+/* Called after a read with n->lock read-held, which it drops. The day-old test
+ * uses the coarse clock: reads need no precise time unless atime moves. */
 static void unlock_touch_atime(struct ramfs_inode *n)
 {
 	struct cairn_time now;
+	struct timespec ts;
 	bool stale;
 
-	ramfs_now(&now);
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	now.sec = ts.tv_sec;
+	now.nsec = (uint32_t)ts.tv_nsec;
 	stale = atime_stale(n, &now);
 	pthread_rwlock_unlock(&n->lock);
 	if (!stale)
 		return;
+	ramfs_now(&now);
 	pthread_rwlock_wrlock(&n->lock);
 	if (atime_stale(n, &now))
 		n->atime = now;
