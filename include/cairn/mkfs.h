@@ -72,9 +72,10 @@ int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *manifest_path);
 int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t len,
 				 const char *base_dir, const char *name);
 
-/* Write the image to `fd` (positioned writes from offset 0; the file is truncated
- * to the image size). Does not fsync or close. */
-int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd);
+/* Write the image to `fd`, a regular file (positioned writes from offset 0; the
+ * file is truncated to the image size). Does not fsync or close. `name` labels
+ * write errors ("IMAGE: writing the image: No space left on device"). */
+int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd, const char *name);
 /* Write `path` atomically: a temporary file next to it, fsync, rename. Nothing is
  * left at `path` (nor a temporary) on failure. */
 int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path);

@@ -53,6 +53,7 @@ struct mk_inode {
 	uint32_t xattr_n;
 	uint32_t ext_n;        /* EXTENTS files: number of data extents */
 	uint64_t xattr_first;  /* index into m->xattrs */
+	uint64_t xattr_ref;    /* first entry in the image's xattr table (layout) */
 	uint64_t ext_first;    /* index into m->exts */
 	uint64_t str;          /* arena: host path (data files), symlink target, inline data */
 	uint32_t str_len;
@@ -139,6 +140,6 @@ int mk_scan_tree_into(struct cairn_mkfs *m, uint32_t dir_ino, const char *host,
 int mk_open_long(const char *path, int flags);
 
 /* Writing (write.c). */
-int mk_write(struct cairn_mkfs *m, int fd);
+int mk_write(struct cairn_mkfs *m, int fd, const char *name);
 
 #endif

@@ -22,10 +22,12 @@
 struct layout {
 	struct cairn_mkfs *m;
 	int fd;
+	const char *name;        /* of the output, for messages */
 	struct mk_vec by_ino;    /* uint32_t: inode number -> inode index */
 	struct mk_vec dirents;   /* uint32_t: entry indexes in table order */
 	struct mk_vec dname;     /* uint64_t: blob offset of each dirent's name */
-	struct mk_vec xref;      /* uint64_t[2]: name/value blob offsets per xattr entry */
+	struct mk_vec xent;      /* struct cairn_disk_xattr, host order, the xattr table */
+	struct mk_map xsets;     /* xattr list hash -> inode index that emitted it */
 	struct mk_vec blob;      /* bytes */
 	struct mk_map strings;   /* blob interning */
 	struct mk_map dedup;     /* (size, hash) -> inode index of the first copy */
@@ -150,6 +152,72 @@ static int intern(struct layout *l, const void *p, size_t len, uint64_t *out)
 	return 0;
 }
 
+struct xset_key {
+	struct layout *l;
+	const struct mk_inode *in;
+};
+
+static uint64_t xset_hash(struct cairn_mkfs *m, const struct mk_inode *in)
+{
+	uint64_t h = in->xattr_n;
+
+	for (uint32_t x = 0; x < in->xattr_n; x++) {
+		struct mk_xattr *xa = MK_AT(&m->xattrs, struct mk_xattr, in->xattr_first + x);
+		h = XXH3_64bits_withSeed(mk_str(m, xa->name), xa->name_len, h);
+		h = XXH3_64bits_withSeed(mk_str(m, xa->value), xa->value_len, h);
+	}
+	return h;
+}
+
+static int xset_eq(void *ctx, uint64_t val)
+{
+	struct xset_key *k = ctx;
+	struct cairn_mkfs *m = k->l->m;
+	const struct mk_inode *o = mk_ino(m, (uint32_t)val);
+
+	if (o->xattr_n != k->in->xattr_n)
+		return 0;
+	for (uint32_t x = 0; x < o->xattr_n; x++) {
+		struct mk_xattr *a = MK_AT(&m->xattrs, struct mk_xattr, o->xattr_first + x);
+		struct mk_xattr *b = MK_AT(&m->xattrs, struct mk_xattr, k->in->xattr_first + x);
+		if (a->name_len != b->name_len || a->value_len != b->value_len ||
+		    memcmp(mk_str(m, a->name), mk_str(m, b->name), a->name_len) ||
+		    memcmp(mk_str(m, a->value), mk_str(m, b->value), a->value_len))
+			return 0;
+	}
+	return 1;
+}
+
+/* Xattr entries of one inode; an identical list emitted before is shared (a
+ * label present on every file costs one entry, not one per file). */
+static int emit_xattrs(struct layout *l, struct mk_inode *in)
+{
+	struct cairn_mkfs *m = l->m;
+	struct xset_key k = { l, in };
+	uint64_t h = xset_hash(m, in), other;
+
+	if (mk_map_find(&l->xsets, h, xset_eq, &k, &other)) {
+		in->xattr_ref = mk_ino(m, (uint32_t)other)->xattr_ref;
+		return 0;
+	}
+	in->xattr_ref = l->xent.n;
+	for (uint32_t x = 0; x < in->xattr_n; x++) {
+		struct mk_xattr *xa = MK_AT(&m->xattrs, struct mk_xattr, in->xattr_first + x);
+		struct cairn_disk_xattr *d = mk_vec_push(&l->xent);
+		uint64_t nref, vref;
+		if (!d || intern(l, mk_str(m, xa->name), xa->name_len, &nref) ||
+		    intern(l, mk_str(m, xa->value), xa->value_len, &vref))
+			return -ENOMEM;
+		d = MK_AT(&l->xent, struct cairn_disk_xattr, l->xent.n - 1);
+		d->name_ref = cairn_le64(nref);
+		d->value_ref = cairn_le64(vref);
+		d->value_len = cairn_le32(xa->value_len);
+		d->name_len = (uint8_t)xa->name_len;
+	}
+	uint32_t self = (uint32_t)(in - (struct mk_inode *)m->inodes.p);
+	return mk_map_put(&l->xsets, h, self);
+}
+
 /* Blob in inode order: a directory's names, then each inode's own strings. */
 static int build_blob(struct layout *l)
 {
@@ -176,13 +244,8 @@ static int build_blob(struct layout *l)
 			in->data_count = 0;
 			in->hash = XXH3_64bits(mk_str(m, in->str), in->str_len);
 		}
-		for (uint32_t x = 0; x < in->xattr_n; x++) {
-			struct mk_xattr *xa = MK_AT(&m->xattrs, struct mk_xattr, in->xattr_first + x);
-			uint64_t *ref = mk_vec_push(&l->xref);
-			if (!ref || intern(l, mk_str(m, xa->name), xa->name_len, &ref[0]) ||
-			    intern(l, mk_str(m, xa->value), xa->value_len, &ref[1]))
-				return -ENOMEM;
-		}
+		if (in->xattr_n && emit_xattrs(l, in))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -192,10 +255,10 @@ static void place_tables(struct layout *l)
 {
 	struct cairn_mkfs *m = l->m;
 
-	l->xattr_count = l->extent_count = 0;
+	l->xattr_count = l->xent.n;
+	l->extent_count = 0;
 	for (uint64_t i = 1; i < l->by_ino.n; i++) {
 		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
-		l->xattr_count += in->xattr_n;
 		if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_EXTENTS)) {
 			in->data_ref = l->extent_count;
 			in->data_count = in->ext_n;
@@ -256,7 +319,7 @@ static void progress(struct layout *l, uint64_t n)
 
 static int write_err(struct layout *l, int rc)
 {
-	return mk_err(l->m, rc, "writing the image: %s", strerror(-rc));
+	return mk_err(l->m, rc, "%s: writing the image: %s", l->name, strerror(-rc));
 }
 
 /* Copy [src_off, src_off+len) of src to the image at disk_off, hashing it. */
@@ -538,8 +601,7 @@ static uint8_t dtype(uint32_t mode)
 	}
 }
 
-static void fill_inode(struct layout *l, struct mk_inode *in, uint64_t xref,
-		       struct cairn_disk_inode *d)
+static void fill_inode(struct layout *l, struct mk_inode *in, struct cairn_disk_inode *d)
 {
 	uint64_t size = S_ISDIR(in->mode) ? in->data_count * CAIRN_DIRENT_SIZE : in->size;
 	uint64_t ref = in->data_ref, count = in->data_count;
@@ -564,7 +626,7 @@ static void fill_inode(struct layout *l, struct mk_inode *in, uint64_t xref,
 	d->mtime_nsec = cairn_le32(in->mtime_ns);
 	d->ctime_nsec = cairn_le32(in->ctime_ns);
 	d->xattr_count = cairn_le32(in->xattr_n);
-	d->xattr_ref = cairn_le64(in->xattr_n ? xref : 0);
+	d->xattr_ref = cairn_le64(in->xattr_n ? in->xattr_ref : 0);
 	d->data_ref = cairn_le64(ref);
 	d->data_count = cairn_le64(count);
 	d->content_hash = cairn_le64(S_ISREG(in->mode) ? in->hash : 0);
@@ -574,23 +636,13 @@ static void fill_inode(struct layout *l, struct mk_inode *in, uint64_t xref,
 static void fill_meta(struct layout *l, uint8_t *meta)
 {
 	struct cairn_mkfs *m = l->m;
-	uint64_t xi = 0, ei = 0;
+	uint64_t ei = 0;
 
 	for (uint64_t i = 1; i < l->by_ino.n; i++) {
 		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
 		struct cairn_disk_inode *d =
 			(void *)(meta + l->inode_off - l->meta_off + i * CAIRN_INODE_SIZE);
-		fill_inode(l, in, xi, d);
-		for (uint32_t x = 0; x < in->xattr_n; x++, xi++) {
-			struct mk_xattr *xa = MK_AT(&m->xattrs, struct mk_xattr, in->xattr_first + x);
-			uint64_t *ref = MK_AT(&l->xref, uint64_t, 2 * xi);
-			struct cairn_disk_xattr *dx =
-				(void *)(meta + l->xattr_off - l->meta_off + xi * CAIRN_XATTR_SIZE);
-			dx->name_ref = cairn_le64(ref[0]);
-			dx->value_ref = cairn_le64(ref[1]);
-			dx->value_len = cairn_le32(xa->value_len);
-			dx->name_len = (uint8_t)xa->name_len;
-		}
+		fill_inode(l, in, d);
 		if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_EXTENTS)) {
 			for (uint32_t j = 0; j < in->ext_n; j++, ei++) {
 				struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, in->ext_first + j);
@@ -602,6 +654,8 @@ static void fill_meta(struct layout *l, uint8_t *meta)
 			}
 		}
 	}
+	if (l->xent.n)
+		memcpy(meta + l->xattr_off - l->meta_off, l->xent.p, l->xent.n * CAIRN_XATTR_SIZE);
 	for (uint64_t i = 0; i < l->dirents.n; i++) {
 		struct mk_entry *e = mk_ent(m, *MK_AT(&l->dirents, uint32_t, i));
 		struct mk_inode *t = mk_ino(m, e->inode);
@@ -723,7 +777,8 @@ static void layout_free(struct layout *l)
 	mk_vec_free(&l->by_ino);
 	mk_vec_free(&l->dirents);
 	mk_vec_free(&l->dname);
-	mk_vec_free(&l->xref);
+	mk_vec_free(&l->xent);
+	mk_map_free(&l->xsets);
 	mk_vec_free(&l->blob);
 	mk_map_free(&l->strings);
 	mk_map_free(&l->dedup);
@@ -731,7 +786,7 @@ static void layout_free(struct layout *l)
 	free(l->buf2);
 }
 
-int mk_write(struct cairn_mkfs *m, int fd)
+int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 {
 	struct layout l;
 	int rc;
@@ -740,10 +795,11 @@ int mk_write(struct cairn_mkfs *m, int fd)
 	memset(&m->stats, 0, sizeof(m->stats));
 	l.m = m;
 	l.fd = fd;
+	l.name = name ? name : "image";
 	mk_vec_init(&l.by_ino, sizeof(uint32_t));
 	mk_vec_init(&l.dirents, sizeof(uint32_t));
 	mk_vec_init(&l.dname, sizeof(uint64_t));
-	mk_vec_init(&l.xref, 2 * sizeof(uint64_t));
+	mk_vec_init(&l.xent, sizeof(struct cairn_disk_xattr));
 	mk_vec_init(&l.blob, 1);
 	l.buf = malloc(COPY_BUF);
 	l.buf2 = malloc(COPY_BUF);
@@ -780,10 +836,10 @@ out:
 	return rc;
 }
 
-int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd)
+int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd, const char *name)
 {
 	m->err[0] = '\0';
-	return mk_write(m, fd);
+	return mk_write(m, fd, name);
 }
 
 int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path)
@@ -806,9 +862,9 @@ int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path)
 		free(tmp);
 		return rc;
 	}
-	rc = cairn_mkfs_write_fd(m, fd);
+	rc = cairn_mkfs_write_fd(m, fd, path);
 	if (!rc && !m->o.no_fsync && fsync(fd))
-		rc = mk_err(m, -errno, "%s: fsync: %s", tmp, strerror(errno));
+		rc = mk_err(m, -errno, "%s: fsync: %s", path, strerror(errno));
 	if (close(fd) && !rc)
 		rc = mk_err(m, -errno, "%s: close: %s", tmp, strerror(errno));
 	if (!rc && rename(tmp, path))

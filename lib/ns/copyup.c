@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Copying image objects into RAM: copy-up for the overlay (data, metadata and
- * xattrs, parents first) and seeding tmp= subtrees with the image's content.
+ * Copying image objects into RAM for the overlay: data, metadata and xattrs,
+ * parents first. (tmp= subtrees are seeded by cairn_ramfs_copy_from_image.)
  * Copies run as root; owners and modes are then set from the image, after the
  * data, so writing never clears setuid bits the image had.
  */
@@ -13,7 +13,6 @@
 #include "ns_internal.h"
 
 #define COPY_CHUNK (1u << 20)
-#define MAX_TREE_DEPTH 256
 
 static const struct cairn_cred root_cred = { 0, 0 };
 
@@ -184,28 +183,6 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 		else
 			cairn_ramfs_unlink(ns->ram, updir, name, len);
 	}
-	return rc;
-}
-
-int ns_copy_tree(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, unsigned depth)
-{
-	struct ns_dlist l = { 0 };
-	int rc;
-
-	if (depth > MAX_TREE_DEPTH)
-		return -ELOOP;
-	rc = ns_dlist_read(ns, 0, lower, 0, 0, &l);
-	for (size_t i = 0; !rc && i < l.n; i++) {
-		struct cairn_stat st;
-
-		rc = ns_copy_object(ns, l.e[i].ino, updir, l.e[i].name, l.e[i].len, &st);
-		if (rc)
-			break;
-		if (S_ISDIR(st.mode))
-			rc = ns_copy_tree(ns, l.e[i].ino, st.ino, depth + 1);
-		cairn_ramfs_forget(ns->ram, st.ino, 1);
-	}
-	ns_dlist_free(&l);
 	return rc;
 }
 

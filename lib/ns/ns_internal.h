@@ -89,8 +89,6 @@ void ns_set_del(struct ns_set *s, uint64_t key);
  * one RAM lookup reference. On failure nothing is left behind. */
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
 		   size_t len, struct cairn_stat *st);
-/* Copy the content of image dir `lower` into RAM dir `updir`, recursively. */
-int ns_copy_tree(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, unsigned depth);
 /* Give n an upper inode (parents first). -EROFS when the namespace forbids it. */
 int ns_copy_up(struct cairn_ns *ns, struct ns_node *n);
 

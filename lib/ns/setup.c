@@ -34,7 +34,7 @@ static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, siz
 	cairn_ramfs_forget(ns->ram, st.ino, 1);
 	*out = st.ino;
 	if (have_low && seed)
-		rc = ns_copy_tree(ns, low, st.ino, 0);
+		rc = cairn_ramfs_copy_from_image(ns->ram, st.ino, ns->img, low);
 	return rc;
 }
 

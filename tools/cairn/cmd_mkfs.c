@@ -124,7 +124,7 @@ static int write_image(struct cairn_mkfs *m, const char *image, int no_fsync)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	rc = cairn_mkfs_write_fd(m, fd);
+	rc = cairn_mkfs_write_fd(m, fd, image);
 	const char *what = cairn_mkfs_error(m);
 	char msg[512];
 	if (!rc && !no_fsync && fsync(fd)) {

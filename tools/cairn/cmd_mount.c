@@ -26,9 +26,12 @@ static const char usage[] =
 	"  cache_size=SIZE segment cache budget; segment=SIZE; max_io=SIZE\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
+	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
+	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
+	"                  (auto: when the metadata is at most 16 MiB)\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
 	"  allow_other     let other users in (always on when root mounts)\n"
 	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
@@ -108,6 +111,11 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	} else if (!strcmp(key, "offset")) {
 		if (size_opt(key, val, &o->open.offset))
 			return -1;
+	} else if (!strcmp(key, "l2_cache")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.qcow2.l2_cache_disabled = v == 0;
+		o->open.qcow2.l2_cache_bytes = (size_t)v;
 	} else if (!strcmp(key, "direct") && !val) {
 		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
 	} else if (!strcmp(key, "delay")) {
@@ -129,6 +137,17 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		if (num_opt(key, val, &v))
 			return -1;
 		o->max_threads = (unsigned)v;
+	} else if (!strcmp(key, "verify") && val) {
+		if (!strcmp(val, "auto"))
+			o->verify = CAIRN_VERIFY_AUTO;
+		else if (!strcmp(val, "none"))
+			o->verify = CAIRN_VERIFY_NONE;
+		else if (!strcmp(val, "meta"))
+			o->verify = CAIRN_VERIFY_META;
+		else {
+			cli_err("mount", "-o verify is auto, meta or none, got '%s'", val);
+			return -1;
+		}
 	} else if (!strcmp(key, "allow_other") && !val) {
 		o->allow_other = 1;
 	} else if (!strcmp(key, "fault_every")) {

@@ -160,16 +160,59 @@ static void *ra_main(void *arg)
 
 /* ---- setup ---- */
 
+struct problems {
+	const char *image;
+	unsigned shown;
+};
+
+/* The first few problems name the damage; the rest would drown it. */
+static void report_problem(void *ctx, const char *msg)
+{
+	struct problems *p = ctx;
+
+	if (p->shown++ < 3)
+		fprintf(stderr, "cairn mount: %s: %s\n", p->image, msg);
+}
+
+/* Check every metadata block and structure before mounting (not file data), so a
+ * damaged image is refused up front rather than giving EIO later. Metadata sits
+ * together near the front, so this is one or a few large reads that lookups
+ * would make anyway; above CAIRN_VERIFY_MAX it is left to first use. */
+#define CAIRN_VERIFY_MAX (16u << 20)
+static int verify_meta(struct cairn_image *img, const struct cairn_mount_opts *o)
+{
+	struct cairn_image_info info;
+	struct problems p = { o->image, 0 };
+	long problems;
+
+	cairn_image_get_info(img, &info);
+	if (o->verify == CAIRN_VERIFY_NONE ||
+	    (o->verify == CAIRN_VERIFY_AUTO && info.meta_len > CAIRN_VERIFY_MAX))
+		return 0;
+	problems = cairn_image_fsck(img, 0, report_problem, &p);
+	if (problems == 0)
+		return 0;
+	if (problems < 0)
+		errf("%s: cannot check the image: %s", o->image, cairn_strerror((int)problems));
+	else
+		fprintf(stderr, "cairn mount: %s: corrupt image (%ld problems, `cairn fsck` lists "
+			"them); not mounted\n", o->image, problems);
+	return -1;
+}
+
 static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 {
 	struct cairn_ns_config nc;
 	int rc;
 
 	if (!o->empty) {
+		static const struct cairn_fault_config no_faults; /* read-only */
 		struct cairn_open_opts oo = o->open;
 		struct cairn_stat st;
 
-		oo.fault = o->has_fault ? &o->fault : NULL;
+		/* The fault device starts idle: the plan applies once the mount is up,
+		 * so tests count requests of their own reads, not of the mount. */
+		oo.fault = o->has_fault ? &no_faults : NULL;
 		rc = cairn_image_open_path(o->image, &oo, &cf->img);
 		/* Reading the root now refuses images whose metadata is damaged at the
 		 * start, before anything is mounted. */
@@ -181,6 +224,8 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 			errf("%s: %s", o->image, cairn_strerror(rc));
 			return -1;
 		}
+		if (verify_meta(cf->img, o))
+			return -1;
 		if (o->prefetch)
 			cairn_image_prefetch_hot(cf->img);
 	}
@@ -335,6 +380,8 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 		goto out;
 	}
 	mounted = 1;
+	if (o->has_fault && cf.img && cairn_image_fault_dev(cf.img))
+		cairn_bdev_fault_set(cairn_image_fault_dev(cf.img), &o->fault);
 	finish_detach(notify_fd, 0);
 	notify_fd = -1;
 	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)

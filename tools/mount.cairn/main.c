@@ -1,34 +1,93 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mount.cairn: the helper mount(8) runs for `mount -t cairn IMAGE DIR [-o opts]`
- * and fstab lines. It hands over to `cairn mount IMAGE DIR -o opts`.
+ * and for fstab lines of type cairn. mount(8) calls it as
+ *   mount.cairn IMAGE DIR [-sfnv] [-o options] [-t type]
+ * and it hands over to `cairn mount IMAGE DIR -o options`, which detaches once
+ * the mount is up. The cairn tool is looked for next to this helper first (an
+ * installed pair, or a build directory), then in PATH.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+static void usage(void)
+{
+	fprintf(stderr, "usage: mount.cairn IMAGE DIR [-sfnv] [-o options]\n"
+			"  (or: mount -t cairn IMAGE DIR -o options; see docs/MOUNT.md)\n");
+}
+
+/* Path of `cairn` in the directory holding this helper, if there is one. */
+static int sibling_tool(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	if (snprintf(out, len, "%s/cairn", self) >= (int)len)
+		return -1;
+	return access(out, X_OK);
+}
+
 int main(int argc, char **argv)
 {
-	const char *opts = NULL;
+	const char *opts = NULL, *pos[2];
+	char tool[PATH_MAX];
 	char *args[8];
-	int n = 0;
+	int n = 0, npos = 0, fake = 0, verbose = 0;
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: mount.cairn IMAGE DIR [-o options]\n");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-o") && i + 1 < argc) {
+			opts = argv[++i];
+		} else if (!strncmp(a, "-o", 2) && a[2]) {
+			opts = a + 2;
+		} else if (!strcmp(a, "-t") && i + 1 < argc) {
+			i++; /* cairn or fuse.cairn: nothing to choose */
+		} else if (a[0] == '-' && a[1]) {
+			/* -s sloppy, -n no mtab, -N namespace: nothing to do; -f fake; -v */
+			for (const char *f = a + 1; *f; f++) {
+				if (*f == 'f')
+					fake = 1;
+				else if (*f == 'v')
+					verbose = 1;
+			}
+		} else if (npos < 2) {
+			pos[npos++] = a;
+		} else {
+			usage();
+			return 1;
+		}
+	}
+	if (npos != 2) {
+		usage();
 		return 1;
 	}
-	for (int i = 3; i < argc; i++)
-		if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			opts = argv[++i];
+	if (fake)
+		return 0;
 	args[n++] = "cairn";
 	args[n++] = "mount";
-	args[n++] = argv[1];
-	args[n++] = argv[2];
-	if (opts) {
+	args[n++] = (char *)pos[0];
+	args[n++] = (char *)pos[1];
+	if (opts && *opts) {
 		args[n++] = "-o";
 		args[n++] = (char *)opts;
 	}
 	args[n] = NULL;
+	if (verbose)
+		fprintf(stderr, "mount.cairn: cairn mount %s %s%s%s\n", pos[0], pos[1],
+			opts ? " -o " : "", opts ? opts : "");
+	if (sibling_tool(tool, sizeof(tool)) == 0)
+		execv(tool, args);
 	execvp("cairn", args);
 	perror("mount.cairn: cannot run cairn");
 	return 1;

@@ -307,6 +307,9 @@ static void make_tree(void)
 	have_xattrs = !setxattr(p, "user.mime", "text/plain", 10, 0);
 	if (have_xattrs) {
 		setxattr(p, "user.a", "", 0, 0);
+		pathf(p, sizeof(p), "src/small-copy");
+		setxattr(p, "user.mime", "text/plain", 10, 0);
+		setxattr(p, "user.a", "", 0, 0);
 		pathf(p, sizeof(p), "src/dir");
 		setxattr(p, "user.dir", "yes", 3, 0);
 	}
@@ -364,6 +367,25 @@ static void test_roundtrip(void **state)
 	assert_true(im.s.compat & CAIRN_COMPAT_FILE_HASH);
 	/* dedup: big and big-copy share data, big-other does not; sparse stays small */
 	assert_true(im.s.image_size < (16u << 20));
+	const struct cairn_disk_inode *root = img_inode(&im, 1);
+	uint64_t big_ref[2] = { 1, 2 }, x_ref[2] = { 1, 2 };
+	for (uint64_t i = 0; i < root->data_count; i++) {
+		const struct cairn_disk_dirent *e =
+			(const void *)(im.p + im.s.dirent_off + (root->data_ref + i) * 16);
+		const char *n = (const char *)blob(&im, e->name_ref, e->name_len);
+		const struct cairn_disk_inode *d = img_inode(&im, e->ino);
+		if (e->name_len == 3 && !memcmp(n, "big", 3))
+			big_ref[0] = d->data_ref;
+		if (e->name_len == 8 && !memcmp(n, "big-copy", 8))
+			big_ref[1] = d->data_ref;
+		if (e->name_len == 5 && !memcmp(n, "small", 5))
+			x_ref[0] = d->xattr_ref;
+		if (e->name_len == 10 && !memcmp(n, "small-copy", 10))
+			x_ref[1] = d->xattr_ref;
+	}
+	assert_true(big_ref[0] == big_ref[1]);
+	if (have_xattrs)
+		assert_true(x_ref[0] == x_ref[1]); /* identical xattr sets share entries */
 	free(im.p);
 }
 

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Namespace tests over a small image made with cairn_mkfs: read-only, tmp=
+ * subtrees, the overlay (copy-up, whiteouts, opaque dirs, merged listings,
+ * renames), RAM only, and lookup counts (nodes are freed on forget).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cairn/cairn.h>
+#include <cairn/mkfs.h>
+#include <cairn/ns.h>
+
+struct fixture {
+	char dir[64];
+	char img_path[96];
+	struct cairn_image *img;
+};
+
+static const struct cairn_cred root = { 0, 0 };
+
+static void put(const char *dir, const char *rel, const char *data)
+{
+	char p[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(data, f);
+	fclose(f);
+}
+
+static void mk(const char *dir, const char *rel)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct cairn_mkfs_opts mo;
+	struct cairn_mkfs *m;
+	struct cairn_open_opts oo;
+	char src[128], a[256], b[256];
+
+	strcpy(fx->dir, "/tmp/cairn-ns-test.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(src, sizeof(src), "%s/src", fx->dir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	mk(fx->dir, "etc");
+	mk(fx->dir, "etc/conf");
+	mk(fx->dir, "tmp");
+	mk(fx->dir, "dir");
+	mk(fx->dir, "dir/sub");
+	put(fx->dir, "etc/motd", "original");
+	put(fx->dir, "etc/conf/a", "a");
+	put(fx->dir, "etc/conf/b", "b");
+	put(fx->dir, "tmp/seed", "seeded");
+	put(fx->dir, "dir/sub/f", "f");
+	put(fx->dir, "hard1", "hard");
+	snprintf(a, sizeof(a), "%s/hard1", src);
+	snprintf(b, sizeof(b), "%s/hard2", src);
+	assert_int_equal(link(a, b), 0);
+	snprintf(a, sizeof(a), "%s/link", src);
+	assert_int_equal(symlink("etc/motd", a), 0);
+
+	cairn_mkfs_opts_init(&mo);
+	mo.no_fsync = 1;
+	assert_int_equal(cairn_mkfs_new(&mo, &m), 0);
+	assert_int_equal(cairn_mkfs_add_tree(m, "/", src), 0);
+	snprintf(fx->img_path, sizeof(fx->img_path), "%s/img", fx->dir);
+	assert_int_equal(cairn_mkfs_write_path(m, fx->img_path), 0);
+	cairn_mkfs_free(m);
+	memset(&oo, 0, sizeof(oo));
+	assert_int_equal(cairn_image_open_path(fx->img_path, &oo, &fx->img), 0);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char cmd[128];
+
+	cairn_image_close(fx->img);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
+	if (system(cmd)) {
+		/* left behind in /tmp; harmless */
+	}
+	free(fx);
+	return 0;
+}
+
+static struct cairn_ns *new_ns(struct fixture *fx, unsigned flags, const char *tmp)
+{
+	struct cairn_ns_config c;
+	struct cairn_ns *ns;
+
+	memset(&c, 0, sizeof(c));
+	c.image = fx ? fx->img : NULL;
+	c.flags = flags;
+	c.tmp_paths = tmp;
+	assert_int_equal(cairn_ns_new(&c, &ns), 0);
+	return ns;
+}
+
+/* Look a path up component by component; every reference taken is forgotten
+ * again except the last one's (returned). */
+static int walk(struct cairn_ns *ns, const char *path, struct cairn_ns_entry *out)
+{
+	char buf[256], *save = NULL;
+	uint64_t cur = CAIRN_NS_ROOT;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->node = CAIRN_NS_ROOT;
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		struct cairn_ns_entry e;
+
+		rc = cairn_ns_lookup(ns, cur, c, strlen(c), &e);
+		if (cur != CAIRN_NS_ROOT)
+			cairn_ns_forget(ns, cur, 1);
+		if (rc)
+			return rc;
+		cur = e.node;
+		*out = e;
+	}
+	return rc;
+}
+
+static void release_entry(struct cairn_ns *ns, const struct cairn_ns_entry *e)
+{
+	if (e->node != CAIRN_NS_ROOT)
+		cairn_ns_forget(ns, e->node, 1);
+}
+
+static void read_str(struct cairn_ns *ns, const char *path, char *out, size_t len)
+{
+	struct cairn_ns_entry e;
+	ssize_t n;
+
+	assert_int_equal(walk(ns, path, &e), 0);
+	n = cairn_ns_read(ns, e.node, out, len - 1, 0);
+	assert_true(n >= 0);
+	out[n] = 0;
+	release_entry(ns, &e);
+}
+
+struct names {
+	char buf[1024];
+	size_t count;
+};
+
+static int name_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		   uint64_t next)
+{
+	struct names *n = ctx;
+
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	strncat(n->buf, name, len);
+	strcat(n->buf, " ");
+	n->count++;
+	return 0;
+}
+
+static void list(struct cairn_ns *ns, const char *path, struct names *n)
+{
+	struct cairn_ns_entry e;
+
+	memset(n, 0, sizeof(*n));
+	assert_int_equal(walk(ns, path, &e), 0);
+	assert_int_equal(cairn_ns_readdir(ns, e.node, 0, name_cb, n), 0);
+	release_entry(ns, &e);
+}
+
+static uint64_t nodes(struct cairn_ns *ns)
+{
+	struct cairn_ns_usage u;
+
+	cairn_ns_usage(ns, &u);
+	return u.nodes;
+}
+
+static void test_readonly(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, 0, NULL);
+	struct cairn_ns_entry e, e2;
+	char buf[64];
+	uint64_t fh;
+	cairn_ino_t ino;
+
+	read_str(ns, "/etc/motd", buf, sizeof(buf));
+	assert_string_equal(buf, "original");
+	assert_int_equal(walk(ns, "/etc/motd", &e), 0);
+	assert_true(e.flags & CAIRN_NS_E_IMMUTABLE);
+	assert_int_equal(cairn_image_resolve(fx->img, "/etc/motd", 0, &ino), 0);
+	assert_int_equal(e.st.ino, ino);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &fh), -EROFS);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, &fh), 0);
+	cairn_ns_release(ns, e.node, fh);
+	assert_int_equal(cairn_ns_write(ns, e.node, "x", 1, 0, 0, &root), -EROFS);
+	release_entry(ns, &e);
+	assert_int_equal(cairn_ns_mkdir(ns, CAIRN_NS_ROOT, "new", 3, 0755, &root, &e), -EROFS);
+	assert_int_equal(cairn_ns_unlink(ns, CAIRN_NS_ROOT, "hard1", 5), -EROFS);
+	assert_int_equal(cairn_ns_lookup(ns, CAIRN_NS_ROOT, "nope", 4, &e), -ENOENT);
+	assert_true(e.flags & CAIRN_NS_E_IMMUTABLE); /* negative entry may be cached */
+	/* hard links share the inode number */
+	assert_int_equal(walk(ns, "/hard1", &e), 0);
+	assert_int_equal(walk(ns, "/hard2", &e2), 0);
+	assert_int_equal(e.st.ino, e2.st.ino);
+	release_entry(ns, &e);
+	release_entry(ns, &e2);
+	assert_int_equal(walk(ns, "/link", &e), 0);
+	assert_int_equal(cairn_ns_readlink(ns, e.node, buf, sizeof(buf)), 8);
+	release_entry(ns, &e);
+	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
+static void test_tmp(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, 0, "/tmp:/var/log");
+	struct cairn_ns_entry e, f;
+	struct names n;
+	char buf[64];
+
+	read_str(ns, "/tmp/seed", buf, sizeof(buf));
+	assert_string_equal(buf, "seeded");
+	assert_int_equal(walk(ns, "/tmp", &e), 0);
+	assert_false(e.flags & CAIRN_NS_E_IMMUTABLE);
+	assert_int_equal(cairn_ns_mknod(ns, e.node, "new", 3, S_IFREG | 0644, 0, &root, &f), 0);
+	assert_int_equal(cairn_ns_write(ns, f.node, "hello", 5, 0, 0, &root), 5);
+	release_entry(ns, &f);
+	release_entry(ns, &e);
+	read_str(ns, "/tmp/new", buf, sizeof(buf));
+	assert_string_equal(buf, "hello");
+	assert_int_equal(walk(ns, "/var", &e), 0);
+	assert_true(e.flags & CAIRN_NS_E_IMMUTABLE);
+	assert_int_equal(cairn_ns_mkdir(ns, e.node, "x", 1, 0755, &root, &f), -EROFS);
+	release_entry(ns, &e);
+	assert_int_equal(walk(ns, "/var/log", &e), 0);
+	assert_int_equal(cairn_ns_mkdir(ns, e.node, "x", 1, 0755, &root, &f), 0);
+	release_entry(ns, &f);
+	release_entry(ns, &e);
+	list(ns, "/", &n);
+	assert_non_null(strstr(n.buf, "tmp "));
+	assert_non_null(strstr(n.buf, "var "));
+	assert_int_equal(n.count, 7); /* dir etc hard1 hard2 link tmp var, tmp once */
+	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
+static void test_overlay(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, CAIRN_NS_OVERLAY, NULL);
+	struct cairn_ns_entry e, d, f;
+	struct names n;
+	char buf[64];
+	uint64_t fh, ino;
+	cairn_ino_t lino;
+
+	/* copy-up on open for writing keeps the inode number */
+	assert_int_equal(walk(ns, "/etc/motd", &e), 0);
+	ino = e.st.ino;
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &fh), 0);
+	assert_int_equal(cairn_ns_write(ns, e.node, "CHANGED!", 8, 0, 0, &root), 8);
+	cairn_ns_release(ns, e.node, fh);
+	assert_int_equal(cairn_ns_getattr(ns, e.node, &f), 0);
+	assert_int_equal(f.st.ino, ino);
+	release_entry(ns, &e);
+	read_str(ns, "/etc/motd", buf, sizeof(buf));
+	assert_string_equal(buf, "CHANGED!");
+	/* the image is untouched */
+	assert_int_equal(cairn_image_resolve(fx->img, "/etc/motd", 0, &lino), 0);
+	assert_int_equal(cairn_image_read(fx->img, lino, buf, 8, 0), 8);
+	assert_memory_equal(buf, "original", 8);
+
+	/* whiteouts and merged listings */
+	assert_int_equal(walk(ns, "/etc/conf", &d), 0);
+	assert_int_equal(cairn_ns_unlink(ns, d.node, "a", 1), 0);
+	assert_int_equal(cairn_ns_lookup(ns, d.node, "a", 1, &e), -ENOENT);
+	assert_int_equal(cairn_ns_unlink(ns, d.node, "a", 1), -ENOENT);
+	assert_int_equal(cairn_ns_mknod(ns, d.node, "c", 1, S_IFREG | 0644, 0, &root, &e), 0);
+	release_entry(ns, &e);
+	release_entry(ns, &d);
+	list(ns, "/etc/conf", &n);
+	assert_string_equal(n.buf, "c b ");
+
+	/* rmdir of a non-empty image dir, then of an emptied one, then mkdir: opaque */
+	assert_int_equal(walk(ns, "/dir", &d), 0);
+	assert_int_equal(cairn_ns_rmdir(ns, d.node, "sub", 3), -ENOTEMPTY);
+	assert_int_equal(walk(ns, "/dir/sub", &e), 0);
+	assert_int_equal(cairn_ns_unlink(ns, e.node, "f", 1), 0);
+	release_entry(ns, &e);
+	assert_int_equal(cairn_ns_rmdir(ns, d.node, "sub", 3), 0);
+	assert_int_equal(cairn_ns_lookup(ns, d.node, "sub", 3, &e), -ENOENT);
+	assert_int_equal(cairn_ns_mkdir(ns, d.node, "sub", 3, 0755, &root, &e), 0);
+	release_entry(ns, &e);
+	release_entry(ns, &d);
+	list(ns, "/dir/sub", &n);
+	assert_int_equal(n.count, 0);
+
+	/* renames: image directories give EXDEV, files move */
+	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "etc", 3, CAIRN_NS_ROOT, "etc2", 4, 0),
+			 -EXDEV);
+	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "hard1", 5, CAIRN_NS_ROOT, "moved", 5,
+					 0), 0);
+	read_str(ns, "/moved", buf, sizeof(buf));
+	assert_string_equal(buf, "hard");
+	assert_int_equal(walk(ns, "/hard1", &e), -ENOENT);
+	read_str(ns, "/hard2", buf, sizeof(buf));
+	assert_string_equal(buf, "hard");
+	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "moved", 5, CAIRN_NS_ROOT, "hard2", 5,
+					 RENAME_NOREPLACE), -EEXIST);
+	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "moved", 5, CAIRN_NS_ROOT, "link", 4,
+					 RENAME_EXCHANGE), 0);
+	assert_int_equal(walk(ns, "/moved", &e), 0);
+	assert_true(S_ISLNK(e.st.mode));
+	release_entry(ns, &e);
+	list(ns, "/", &n);
+	/* upper entries first, then the image's not hidden: each name once */
+	assert_int_equal(n.count, 6);
+	assert_null(strstr(n.buf, "hard1"));
+	assert_non_null(strstr(n.buf, "moved "));
+	assert_non_null(strstr(n.buf, "tmp "));
+	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
+static void test_empty(void **state)
+{
+	struct cairn_ns *ns = new_ns(NULL, CAIRN_NS_EMPTY, NULL);
+	struct cairn_ns_entry d, f;
+	struct names n;
+	char buf[8];
+
+	assert_int_equal(cairn_ns_mkdir(ns, CAIRN_NS_ROOT, "d", 1, 0755, &root, &d), 0);
+	assert_int_equal(cairn_ns_mknod(ns, d.node, "f", 1, S_IFREG | 0600, 0, &root, &f), 0);
+	assert_int_equal(cairn_ns_write(ns, f.node, "abc", 3, 0, 0, &root), 3);
+	assert_int_equal(cairn_ns_read(ns, f.node, buf, sizeof(buf), 0), 3);
+	assert_int_equal(cairn_ns_unlink(ns, d.node, "f", 1), 0);
+	/* still readable while referenced */
+	assert_int_equal(cairn_ns_read(ns, f.node, buf, sizeof(buf), 0), 3);
+	release_entry(ns, &f);
+	assert_int_equal(cairn_ns_rmdir(ns, CAIRN_NS_ROOT, "d", 1), 0);
+	release_entry(ns, &d);
+	list(ns, "/", &n);
+	assert_int_equal(n.count, 0);
+	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
+/* Every lookup of a full walk kept, then forgotten: nodes go back to the root. */
+struct walk_ctx {
+	struct cairn_ns *ns;
+	uint64_t dir;
+	uint64_t *held;
+	size_t n;
+};
+
+static int collect_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		      uint64_t next)
+{
+	struct walk_ctx *w = ctx;
+	struct cairn_ns_entry e;
+
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	assert_int_equal(cairn_ns_lookup(w->ns, w->dir, name, len, &e), 0);
+	w->held[w->n++] = e.node;
+	return 0;
+}
+
+static void test_forget(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, CAIRN_NS_OVERLAY, NULL);
+	uint64_t held[64];
+	struct walk_ctx w = { ns, CAIRN_NS_ROOT, held, 0 };
+	size_t start = 0;
+
+	/* breadth-first over the whole tree, keeping every reference */
+	assert_int_equal(cairn_ns_readdir(ns, CAIRN_NS_ROOT, 0, collect_cb, &w), 0);
+	while (start < w.n) {
+		size_t end = w.n;
+
+		for (size_t i = start; i < end; i++) {
+			struct cairn_ns_entry e;
+
+			assert_int_equal(cairn_ns_getattr(ns, held[i], &e), 0);
+			if (S_ISDIR(e.st.mode)) {
+				w.dir = held[i];
+				assert_int_equal(cairn_ns_readdir(ns, held[i], 0, collect_cb, &w),
+						 0);
+			}
+		}
+		start = end;
+	}
+	assert_int_equal(w.n, 13);
+	assert_true(nodes(ns) > 10);
+	/* forget in lookup order: parents go before children, which keep them */
+	for (size_t i = 0; i < w.n; i++)
+		cairn_ns_forget(ns, held[i], 1);
+	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test_setup_teardown(test_forget, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Bad images and IO faults: a corrupt or truncated image is refused before
+# anything is mounted; a failing device gives the application EIO while the
+# daemon keeps serving, and files read correctly once the fault clears (SIGUSR2).
+. "$(dirname "$0")/common.inc"
+SRC=$WORK/src
+mkdir -p "$SRC/d"
+head -c 20000000 /dev/urandom > "$SRC/big"
+head -c 3000000 /dev/urandom > "$SRC/d/medium"
+echo small > "$SRC/small"
+"$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
+M=$WORK/m
+mkdir -p "$M"
+
+refused() { # $1 = image, $2 = label
+  if "$CAIRN" mount "$1" "$M" 2>"$WORK/err"; then
+    MOUNTS="$M"; fail "$2: mounted"
+  fi
+  mountpoint -q "$M" && { MOUNTS="$M"; fail "$2: a mount was left behind"; }
+  [ -s "$WORK/err" ] || fail "$2: no error message"
+  echo "$2 refused: $(head -n 1 "$WORK/err")"
+}
+# Superblock damage (first 4 KiB), metadata damage (checked at mount when the
+# metadata is small), truncation, not an image.
+meta_end=$("$CAIRN" info "$WORK/img.cairn" | awk '/^metadata:/ { print $2 + $5 - 100 }')
+for off in 0 64 200 5000 $meta_end; do
+  cp "$WORK/img.cairn" "$WORK/bad.cairn"
+  printf '\377\377\377\377' | dd of="$WORK/bad.cairn" bs=1 seek=$off conv=notrunc 2>/dev/null
+  refused "$WORK/bad.cairn" "byte $off flipped"
+done
+head -c 4096 "$WORK/img.cairn" > "$WORK/short.cairn"
+refused "$WORK/short.cairn" "truncated image"
+refused "$SRC/small" "not an image"
+refused "$WORK/none.cairn" "missing image"
+"$CAIRN" mount "$WORK/img.cairn" "$WORK/nodir" 2>/dev/null && fail "mounted on a missing directory"
+
+# IO faults: every 5th device request fails, no cache so every read reaches it.
+"$CAIRN" mount -f "$WORK/img.cairn" "$M" -o cache_size=0,fault_every=5 &
+pid=$!
+MOUNTS="$M"
+i=0; while ! mountpoint -q "$M" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mountpoint -q "$M" || fail "fault mount did not come up"
+failed=0
+for f in big d/medium big; do
+  if ! cat "$M/$f" > /dev/null 2>"$WORK/cat.err"; then
+    grep -q "Input/output error" "$WORK/cat.err" || fail "error was not EIO: $(cat "$WORK/cat.err")"
+    failed=1
+  fi
+done
+[ $failed -eq 1 ] || fail "no read failed under fault_every=5"
+kill -0 "$pid" || fail "daemon died on IO errors"
+mountpoint -q "$M" || fail "mount gone after IO errors"
+ls "$M" > /dev/null || true # metadata may fail too; the daemon must answer
+kill -USR2 "$pid"   # clear the fault plan
+sleep 0.2
+for f in big d/medium small; do
+  cmp "$M/$f" "$SRC/$f" || fail "$f wrong after the fault cleared"
+done
+echo "IO faults: ok"
+umnt "$M" || fail "unmount"
+wait "$pid" || fail "daemon exit status"
+echo "faults: ok"

@@ -1,0 +1,84 @@
+#!/bin/sh
+# -o overlay: the whole tree writable in RAM over an image that never changes.
+# Copy-up (data, metadata, xattrs, inode number kept), whiteouts, opaque
+# directories, merged listings, renames (EXDEV for image directories), the POSIX
+# checks at the root and inside an image directory, and the image unchanged after.
+. "$(dirname "$0")/common.inc"
+command -v python3 >/dev/null || skip "python3 not installed"
+SRC=$WORK/src
+mkdir -p "$SRC/etc/conf.d" "$SRC/usr/lib" "$SRC/empty" "$SRC/gone/deep"
+echo "original" > "$SRC/etc/motd"
+seq 1 100000 > "$SRC/usr/lib/data"
+echo a > "$SRC/etc/conf.d/a"; echo b > "$SRC/etc/conf.d/b"; echo c > "$SRC/etc/conf.d/c"
+echo deep > "$SRC/gone/deep/f"
+ln -s ../etc/motd "$SRC/usr/motd-link"
+ln "$SRC/usr/lib/data" "$SRC/usr/lib/data-hard"
+setfattr -n user.tag -v kept "$SRC/etc/motd" 2>/dev/null || true
+chmod 4755 "$SRC/usr/lib/data"
+truncate -s 5M "$SRC/usr/sparse"; echo tail >> "$SRC/usr/sparse"
+"$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
+cp "$WORK/img.cairn" "$WORK/img.orig"
+
+M=$WORK/o
+mnt "$M" "$WORK/img.cairn" -o overlay,size=64M,stats="$WORK/stats" || fail "mount -o overlay"
+diff -r --no-dereference "$SRC" "$M" || fail "overlay differs from the source before changes"
+
+# Copy-up on write keeps the inode number, data and xattrs.
+ino1=$(stat -c %i "$M/etc/motd")
+echo "appended" >> "$M/etc/motd" || fail "append to an image file"
+[ "$(cat "$M/etc/motd")" = "$(printf 'original\nappended')" ] || fail "copy-up content"
+[ "$(stat -c %i "$M/etc/motd")" = "$ino1" ] || fail "inode number changed on copy-up"
+if getfattr -n user.tag "$SRC/etc/motd" >/dev/null 2>&1; then
+  [ "$(getfattr --only-values -n user.tag "$M/etc/motd")" = kept ] || fail "xattr lost on copy-up"
+fi
+# Metadata-only copy-up keeps data; setuid survives a root chmod of others bits.
+chmod 4750 "$M/usr/lib/data" || fail "chmod image file"
+[ "$(stat -c %a "$M/usr/lib/data")" = 4750 ] || fail "mode after copy-up: $(stat -c %a "$M/usr/lib/data")"
+cmp "$M/usr/lib/data" "$SRC/usr/lib/data" || fail "data after metadata copy-up"
+cmp "$M/usr/sparse" "$SRC/usr/sparse" || fail "sparse file"
+touch "$M/usr/sparse" && cmp "$M/usr/sparse" "$SRC/usr/sparse" || fail "sparse file after copy-up"
+
+# Whiteouts: deleted image entries stay gone; the listing merges the layers.
+rm "$M/etc/conf.d/b" || fail "unlink image file"
+echo d > "$M/etc/conf.d/d" || fail "create in image dir"
+[ "$(ls "$M/etc/conf.d" | tr '\n' ' ')" = "a c d " ] || fail "merged listing: $(ls "$M/etc/conf.d")"
+[ -e "$M/etc/conf.d/b" ] && fail "whited-out file visible"
+echo b2 > "$M/etc/conf.d/b" && [ "$(cat "$M/etc/conf.d/b")" = b2 ] || fail "re-create over a whiteout"
+rm "$M/etc/conf.d/b"
+
+# rmdir of an image directory, then mkdir: the new one is empty (opaque).
+rm -r "$M/gone" || fail "rm -r image dir"
+[ -e "$M/gone" ] && fail "removed dir visible"
+mkdir "$M/gone" || fail "mkdir over a whiteout"
+[ -z "$(ls -A "$M/gone")" ] || fail "new dir shows image content: $(ls -A "$M/gone")"
+rmdir "$M/empty" || fail "rmdir empty image dir"
+
+# Renames: image files move (copy-up), image directories give EXDEV.
+mv "$M/etc/conf.d/a" "$M/etc/a-moved" || fail "rename image file"
+[ "$(cat "$M/etc/a-moved")" = a ] && [ ! -e "$M/etc/conf.d/a" ] || fail "rename result"
+python3 -c "
+import errno, os, sys
+try:
+    os.rename('$M/usr/lib', '$M/usr/lib2')
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EXDEV else 1)
+sys.exit(1)" || fail "rename of an image directory did not give EXDEV"
+mv "$M/usr/lib" "$M/usr/lib2" || fail "mv falls back to copying on EXDEV"
+[ -f "$M/usr/lib2/data" ] && [ ! -e "$M/usr/lib" ] || fail "mv of image dir"
+ln "$M/etc/motd" "$M/etc/motd-link" || fail "hard link to a copied-up file"
+ln "$M/usr/motd-link" "$M/usr/ml2" || fail "hard link to an image symlink"
+[ "$(readlink "$M/usr/ml2")" = ../etc/motd ] || fail "linked symlink target"
+
+# The POSIX checks at the root and inside an image directory.
+"$PROGS/posix_check" "$M" > "$WORK/p1" 2>&1 || { cat "$WORK/p1"; fail "POSIX checks at the overlay root"; }
+"$PROGS/posix_check" "$M/etc" > "$WORK/p2" 2>&1 || { cat "$WORK/p2"; fail "POSIX checks in an image dir"; }
+tail -n 1 "$WORK/p2"
+
+umnt "$M" || fail "unmount"
+wait_file "$WORK/stats" || fail "no stats"
+grep -q '^ns_copy_ups [1-9]' "$WORK/stats" || fail "no copy-ups counted"
+cmp "$WORK/img.cairn" "$WORK/img.orig" || fail "the image file changed"
+mnt "$M" "$WORK/img.cairn" -o overlay || fail "remount"
+diff -r --no-dereference "$SRC" "$M" || fail "changes survived a remount"
+umnt "$M"
+echo "overlay: ok"
