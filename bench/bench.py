@@ -955,7 +955,16 @@ class Bench:
     # ---- reports from other parts of the project
 
     def other_sections(self):
-        """Sections other parts of the project measure themselves (docs/bench/*.md)."""
+        """Sections other parts of the project measure themselves (docs/bench/*.md), and
+        the RAM fs's own in-process seed 001 test, fresh from this run."""
+        if self.cairn.mkfs_ok and not self.quick:
+            log("== cairn bench rw (RAM fs in-process)")
+            p = run([self.cairn.path, "bench", "rw", "--runs", "3", "--files", "20000"],
+                    check=False, timeout=600, cwd=self.work)
+            if p.returncode == 0:
+                self.results["ramfs_inproc"] = p.stdout
+            else:
+                self.fail("cairn bench rw", (p.stderr or p.stdout).strip()[-300:])
         seed = os.path.join(HERE, "seed-read.sh")
         if os.access(seed, os.X_OK) and not self.quick:
             try:

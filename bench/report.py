@@ -201,6 +201,15 @@ def rw_table(rw):
                    "×best peer"], rows))
 
 
+def ramfs_inproc(r):
+    out = r.get("ramfs_inproc")
+    if not out:
+        return ""
+    return ("The same test on the RAM file system in-process, without FUSE "
+            "(`cairn bench rw --runs 3 --files 20000`, output as printed):\n\n```\n" +
+            out.strip() + "\n```\n")
+
+
 def build_tables(builds):
     parts = []
     for tree, t in builds.items():
@@ -411,6 +420,7 @@ Do not edit: every figure below comes from that run. Raw data:
 
 {rw_table(r.get('rw', {}))}
 
+{ramfs_inproc(r)}
 ## Image build time and size
 
 One build each, source tree warm in the page cache, mksquashfs using all cores. Peer
