@@ -162,4 +162,5 @@ install: all
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(BENCH_TOOLS:$(BUILD)/bench/%=$(BUILD)/bench-obj/%/main.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(BENCH_TOOLS:$(BUILD)/bench/%=$(BUILD)/bench-obj/%/main.d) \
+         $(TEST_SRCS:%.c=$(BUILD)/%.d)

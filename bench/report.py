@@ -253,6 +253,7 @@ def chart(w, path, title):
     if not shutil.which("gnuplot") or not w.get("systems"):
         return False
     data = path + ".dat"
+    n = len(w["systems"])
     with open(data, "w") as f:
         for i, (name, s) in enumerate(w["systems"].items()):
             c = [r["cold"] for r in s["runs"]]
@@ -262,7 +263,7 @@ def chart(w, path, title):
                     f'{0 if s["peer"] else 1}\n')
     plain = med(w.get("plain_warm", []))
     script = f"""
-set terminal pngcairo size 1000,520 font "sans,10"
+set terminal pngcairo size 1000,520 font "sans,10" noenhanced
 set output "{path}"
 set title "{title}"
 set ylabel "seconds (median, min-max)"
@@ -272,14 +273,15 @@ set yrange [0:*]
 set grid ytics
 set key top left
 set xtics rotate by -30 left font "sans,9"
-set offsets 0.5, 0.5, 0, 0
+set xrange [-0.6:{n - 0.4}]
 """
-    if plain is not None:
-        script += f'set arrow from graph 0, first {plain} to graph 1, first {plain} nohead dt 2 lc "gray40"\n'
-        script += f'set label "warm, plain directory" at graph 0.01, first {plain} offset 0,0.6 tc "gray40"\n'
+    plain_line = (f', {plain:.4f} with lines dt 2 lc "gray40" title "warm, plain directory"'
+                  if plain is not None else "")
     script += (f'plot "{data}" using 1:($6==1?$3:1/0):xtic(2) with boxes lc "#2a7f62" title "cairn", '
                f'"" using 1:($6==0?$3:1/0) with boxes lc "#8a8f98" title "peers", '
-               f'"" using 1:3:4:5 with yerrorbars lc "black" pt 0 notitle\n')
+               f'"" using 1:3:4:5 with yerrorbars lc "black" pt 0 notitle, '
+               f'"" using 1:5:(sprintf("%.3f", $3)) with labels offset 0,0.8 notitle'
+               f'{plain_line}\n')
     p = subprocess.run(["gnuplot"], input=script, text=True, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
     os.unlink(data)
@@ -329,18 +331,28 @@ def summary(r, stats):
 
 # ------------------------------------------------------------------ the page
 
-def other_section(name, title, out):
-    """A section another part of the project writes (docs/bench/<name>)."""
+def other_sections(out):
+    """Sections other parts of the project write themselves (docs/bench/*.md), included
+    as they are, headings nested under ours."""
+    parts = []
     for d in (os.path.join(out, "bench"), os.path.join(REPO, "docs", "bench")):
-        p = os.path.join(d, name)
-        if os.path.exists(p):
-            text = open(p).read().strip()
-            # demote its headings so they nest under ours
-            text = re.sub(r"^(#+) ", lambda m: "#" * min(len(m.group(1)) + 2, 6) + " ", text,
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".md"):
+                continue
+            text = open(os.path.join(d, name)).read().strip()
+            m = re.match(r"#+ (.*)", text)
+            title = m.group(1) if m else name[:-3]
+            if m:
+                text = text[m.end():].strip()
+            text = re.sub(r"^(#+) ", lambda h: "#" * min(len(h.group(1)) + 1, 6) + " ", text,
                           flags=re.M)
-            return f"## {title}\n\nFrom [bench/{name}](bench/{name}) (written by its own " \
-                   f"benchmark, included as is).\n\n{text}\n"
-    return ""
+            parts.append(f"## {title}\n\nFrom [bench/{name}](bench/{name}), written by its own "
+                         f"benchmark and included as is.\n\n{text}\n")
+        if parts:
+            break
+    return "\n".join(parts)
 
 
 def write(r, out, b):
@@ -407,11 +419,14 @@ One build each, source tree warm in the page cache, mksquashfs using all cores.
 
 {files_tables(r['files'])}
 
-{other_section('io.md', 'IO stack', out)}
-{other_section('ramfs.md', 'RAM file system', out)}
+{other_sections(out)}
 ## Skipped
 
 {skipped}
+
+## Cut short
+
+{chr(10).join(f"- {s['what']}: {s['why']}" for s in r.get('slow', [])) or "- nothing"}
 
 ## Failed
 

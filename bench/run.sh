@@ -2,6 +2,7 @@
 # cairn benchmarks: `bench/run.sh quick|full` (make bench-quick / make bench).
 # full writes docs/BENCHMARKS.md and docs/bench/*.png; quick writes the same into
 # $BUILD/bench-quick/ so checking a change does not touch the committed results.
+# BENCH_ARGS passes options to bench.py, e.g. BENCH_ARGS="--only java,rw --runs 3".
 # Needs root (loop devices, mounts, drop_caches). Everything it mounts, attaches or starts
 # lives under one work dir on tmpfs and is undone on exit, error or interrupt.
 set -eu

@@ -47,7 +47,14 @@ struct cairn_ramfs_config {
 	size_t chunk_size;      /* power of two, 4096 .. 1 MiB; 0 = CAIRN_RAMFS_DEFAULT_CHUNK */
 	uint32_t root_mode;     /* permission bits of /, 0 = 01777 */
 	uint32_t root_uid, root_gid;
+	/* Freed chunks kept for reuse instead of going back to malloc, so files that
+	 * come and go (or are truncated and regrown) do not pay for fresh pages
+	 * again: bytes, 0 = default (16 MiB), CAIRN_RAMFS_NO_POOL = none. Pooled
+	 * chunks do not count against size_limit. */
+	uint64_t pool_bytes;
 };
+#define CAIRN_RAMFS_DEFAULT_POOL (16u << 20)
+#define CAIRN_RAMFS_NO_POOL UINT64_MAX
 
 /* Who is asking: used for ownership of new objects (setgid dirs) and for
  * clearing setuid/setgid on write and chown. */
@@ -167,7 +174,10 @@ int cairn_ramfs_removexattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char 
 /* Memory accounting for benchmarks: bytes of chunk data and of bookkeeping
  * (inodes, names, directory indexes, chunk-tree nodes, xattrs, symlink targets).
  * bytes_copied counts stored file data ever moved to grow a file: it stays 0. */
-struct cairn_ramfs_usage { uint64_t data_bytes, meta_bytes, inodes, chunks, bytes_copied; };
+struct cairn_ramfs_usage {
+	uint64_t data_bytes, meta_bytes, inodes, chunks, bytes_copied;
+	uint64_t pool_bytes;    /* freed chunks held for reuse (not in data_bytes) */
+};
 void cairn_ramfs_usage(struct cairn_ramfs *fs, struct cairn_ramfs_usage *out);
 
 /*

@@ -99,14 +99,12 @@ static int build_stack(const char *path, const struct cairn_open_opts *o, char *
 	if (o->delay.latency_ns || o->delay.bandwidth_bps)
 		WRAP(cairn_bdev_delay_new(dev, &o->delay, &up_), "delay");
 	rc = cairn_bdev_stats_new(dev, stats);
-	if (rc == 0) {
-		dev = *stats;
-	} else if (rc == -ENOSYS) {
-		*stats = NULL; /* tolerated only while the stats device is a stub */
-	} else {
+	if (rc < 0) {
+		*stats = NULL;
 		snprintf(why, why_len, "cannot set up the stats device: %s", cairn_strerror(rc));
 		goto fail;
 	}
+	dev = *stats;
 	rc = wrap_qcow2(path, o, why, why_len, &dev);
 	if (rc < 0)
 		goto fail;

@@ -243,6 +243,69 @@ static void test_read_iov(void **state)
 	cairn_ramfs_free(fs);
 }
 
+static void test_pool_reuse_zeroed(void **state)
+{
+	struct cairn_ramfs *fs = t_new(0, 0);
+	cairn_ino_t root = cairn_ramfs_root(fs);
+	cairn_ino_t a = t_file(fs, root, "a", 0644);
+	struct cairn_setattr sa = { .valid = CAIRN_SET_SIZE, .size = 0 };
+	struct cairn_ramfs_usage u;
+	char *buf = malloc(8 * CS);
+
+	(void)state;
+	memset(buf, 'x', 8 * CS);
+	t_write(fs, a, buf, 8 * CS, 0);
+	cairn_ramfs_usage(fs, &u);
+	uint64_t idle = u.pool_bytes;
+	assert_int_equal(u.data_bytes, 8 * CS);
+	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
+	cairn_ramfs_usage(fs, &u);
+	assert_int_equal(u.pool_bytes, idle + 8 * CS);  /* freed chunks wait in the pool */
+	assert_int_equal(u.data_bytes, 0);
+	/* Reused chunks come back zeroed around what is written. */
+	cairn_ino_t b = t_file(fs, root, "b", 0644);
+	for (int i = 0; i < 8; i++)
+		t_write(fs, b, "y", 1, (uint64_t)i * CS + 100);
+	cairn_ramfs_usage(fs, &u);
+	assert_int_equal(u.pool_bytes, idle);           /* and were taken from it */
+	assert_int_equal(cairn_ramfs_read(fs, b, buf, 8 * CS, 0), 7 * CS + 101);
+	for (int i = 0; i < 7 * CS + 101; i++)
+		assert_int_equal(buf[i], i % CS == 100 ? 'y' : 0);
+	free(buf);
+	cairn_ramfs_free(fs);
+
+	/* A small pool: chunks beyond it give their pages back and are reused
+	 * later, still zeroed where not written. */
+	struct cairn_ramfs_config small = { .pool_bytes = 2 * CS };
+	assert_int_equal(cairn_ramfs_new(&small, &fs), 0);
+	a = t_file(fs, cairn_ramfs_root(fs), "a", 0644);
+	buf = malloc(64 * CS);
+	memset(buf, 'q', 64 * CS);
+	t_write(fs, a, buf, 64 * CS, 0);
+	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		b = t_file(fs, cairn_ramfs_root(fs), round ? "c" : "b", 0644);
+		for (int i = 0; i < 64; i++)
+			t_write(fs, b, "w", 1, (uint64_t)i * CS + 7);
+		assert_int_equal(cairn_ramfs_read(fs, b, buf, 64 * CS, 0), 63 * CS + 8);
+		for (int i = 0; i < 63 * CS + 8; i++)
+			assert_int_equal(buf[i], i % CS == 7 ? 'w' : 0);
+		assert_int_equal(cairn_ramfs_setattr(fs, b, &sa, NULL, NULL), 0);
+	}
+	free(buf);
+	cairn_ramfs_free(fs);
+
+	/* No pool: chunks go straight back. */
+	struct cairn_ramfs_config cfg = { .pool_bytes = CAIRN_RAMFS_NO_POOL };
+	assert_int_equal(cairn_ramfs_new(&cfg, &fs), 0);
+	a = t_file(fs, cairn_ramfs_root(fs), "a", 0644);
+	t_write(fs, a, "z", 1, 0);
+	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
+	cairn_ramfs_usage(fs, &u);
+	assert_int_equal(u.pool_bytes, 0);
+	cairn_ramfs_free(fs);
+}
+
 static void test_chunk_sizes(void **state)
 {
 	static const size_t sizes[] = { 4096, 16384, 65536 };
@@ -285,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_fallocate),
 		cmocka_unit_test(test_append_atomic_and_no_copy),
 		cmocka_unit_test(test_read_iov),
+		cmocka_unit_test(test_pool_reuse_zeroed),
 		cmocka_unit_test(test_chunk_sizes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
