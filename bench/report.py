@@ -201,16 +201,27 @@ def rw_table(rw):
                    "×best peer"], rows))
 
 
+def ramfs_inproc(r):
+    out = r.get("ramfs_inproc")
+    if not out:
+        return ""
+    return ("The same test on the RAM file system in-process, without FUSE "
+            "(`cairn bench rw --runs 3 --files 20000`, output as printed):\n\n```\n" +
+            out.strip() + "\n```\n")
+
+
 def build_tables(builds):
     parts = []
     for tree, t in builds.items():
         rows_d = t["rows"]
         if not rows_d:
             continue
-        peer_t = [r["secs"] for r in rows_d.values() if r["peer"]]
+        peer_t = [r["secs"] for r in rows_d.values() if r["peer"] and r["secs"] is not None]
         peer_s = [r["bytes"] for r in rows_d.values() if r["peer"]]
         bt, bs = (min(peer_t) if peer_t else None), (min(peer_s) if peer_s else None)
-        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"], f"{r['secs']:.2f}",
+        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"],
+                 ("–" if r["secs"] is None else f"{r['secs']:.2f}") +
+                 (f" (built {r['built']})" if r.get("built") else ""),
                  ratio(r["secs"], bt), mib(r["bytes"]), ratio(r["bytes"], bs)]
                 for r in rows_d.values()]
         parts.append(f"`{tree}` ({t['src']}):\n\n" +
@@ -409,9 +420,13 @@ Do not edit: every figure below comes from that run. Raw data:
 
 {rw_table(r.get('rw', {}))}
 
+{ramfs_inproc(r)}
 ## Image build time and size
 
-One build each, source tree warm in the page cache, mksquashfs using all cores.
+One build each, source tree warm in the page cache, mksquashfs using all cores. Peer
+images that take minutes to build (compressed ones, and those of the 1M-file tree) are kept
+between runs for the same tool version and tree; for those the time is the one measured
+when they were built, shown with its date (`bench.py --rebuild` builds them all afresh).
 
 {build_tables(r['builds'])}
 
