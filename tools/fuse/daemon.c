@@ -259,13 +259,16 @@ static struct fuse_session *new_session(struct cairn_fuse *cf, const struct cair
 	char *argv[4] = { "cairn", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	const char *fsname = o->image ? o->image : "cairn-ram";
+	struct fuse_session *se;
 
 	/* fsname is shown by mount(8); commas would split the option string. */
 	if (strchr(fsname, ','))
 		fsname = "cairn";
 	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s", fsname,
 		 o->allow_other ? ",allow_other" : "");
-	return fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
+	se = fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
+	fuse_opt_free_args(&args); /* libfuse may have copied them */
+	return se;
 }
 
 /* Daemon mode: returns in the child with *notify_fd set; the parent exits with

@@ -287,6 +287,13 @@ static void test_overlay(void **state)
 	release_entry(ns, &e);
 	read_str(ns, "/etc/motd", buf, sizeof(buf));
 	assert_string_equal(buf, "CHANGED!");
+	/* forgotten and looked up again: the same inode number, no private xattrs */
+	assert_int_equal(walk(ns, "/etc/motd", &e), 0);
+	assert_int_equal(e.st.ino, ino);
+	assert_int_equal(cairn_ns_listxattr(ns, e.node, buf, sizeof(buf)), 0);
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "trusted.cairn.origin", buf, 8), -ENODATA);
+	assert_int_equal(cairn_ns_setxattr(ns, e.node, "trusted.cairn.x", "1", 1, 0), -EPERM);
+	release_entry(ns, &e);
 	/* the image is untouched */
 	assert_int_equal(cairn_image_resolve(fx->img, "/etc/motd", 0, &lino), 0);
 	assert_int_equal(cairn_image_read(fx->img, lino, buf, 8, 0), 8);
