@@ -462,6 +462,7 @@ class Bench:
         self.channels = args.channels
         self.runs = args.runs or (3 if self.quick else 5)
         self.only = set(args.only.split(",")) if args.only else set()
+        self.rebuild = args.rebuild
         self.res = Resources(self.work)
         self.cairn = Cairn(os.path.join(self.build, "cairn"), self.work)
         self.formats = _fmt_table(self.cairn)
@@ -471,6 +472,7 @@ class Bench:
         # a system slower than this per cycle gets no further runs in that workload
         self.slow_limit = 8.0 if self.quick else 20.0
         self.started = now()
+        self.results["load_start"] = open("/proc/loadavg").read().split()[:3]
         self.dev = os.path.join(self.work, "dev")
         self.imgdir = os.path.join(self.work, "img")
         self.host_warm = []
@@ -629,10 +631,32 @@ class Bench:
             self._versions[tool] = re.sub(r"[^\w.-]+", "_", out[0] if out else "unknown")[:40]
         return self._versions[tool]
 
+    def tree_signature(self, src):
+        """Files, bytes and newest mtime of a tree: a changed tree gets fresh images."""
+        if os.path.basename(src).startswith("files-"):
+            return "generated"
+        n = size = newest = 0
+        for dirpath, _, names in os.walk(src):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                n, size, newest = n + 1, size + st.st_size, max(newest, int(st.st_mtime))
+        return f"{n}-{size}-{newest}"
+
+    def cache_path(self, tree, src, fmt):
+        sig = self.tree_signature(src)
+        return os.path.join(TREE_CACHE, "images",
+                            f"{tree}.{fmt.key}.{self.tool_version(fmt.tool)}.{sig}")
+
     def build_images(self, tree, src, fmts, cached=False):
-        """Build each image once (source tree warm), record time and size. With cached
-        (quick mode, generated trees) a peer image built by an earlier run of the same tool
-        version is copied instead, and no build time is recorded."""
+        """Build each image once (source tree warm), record time and size.
+
+        Peer images that take minutes on a busy 2-core machine (compressed ones, and every
+        peer image of a generated tree when `cached`) are kept in TREE_CACHE between runs,
+        keyed by tool version and tree signature; a reused image reports the build time
+        measured when it was built, marked as such. --rebuild builds everything afresh."""
         rows = self.results["builds"].setdefault(tree, {"src": src, "rows": {}})["rows"]
         warmed = False
         for key in fmts:
@@ -641,18 +665,21 @@ class Bench:
             if os.path.exists(out):
                 os.unlink(out)
             cache = None
-            if fmt.peer:
-                cache = os.path.join(TREE_CACHE, "images",
-                                     f"{tree}.{key}.{self.tool_version(fmt.tool)}")
-                if cached and os.path.exists(cache):
+            if fmt.peer and (cached or key in ("sqfs-zstd", "erofs-lz4hc")):
+                cache = self.cache_path(tree, src, fmt)
+                if not self.rebuild and os.path.exists(cache) and \
+                        os.path.exists(cache + ".json"):
+                    with open(cache + ".json") as f:
+                        rows[key] = json.load(f)
                     shutil.copyfile(cache, out)
+                    log(f"reused {tree}.{key} built {rows[key].get('built')}")
                     continue
             if not warmed:
                 self.warm_tree(src)
                 warmed = True
             t0 = now()
             try:
-                run(fmt.argv_fn(src, out), timeout=900)
+                run(fmt.argv_fn(src, out), timeout=1800)
             except BenchError as e:
                 self.fail(f"build {tree} with {fmt.label}", e)
                 if os.path.exists(out):
@@ -662,10 +689,14 @@ class Bench:
                          "bytes": os.path.getsize(out)}
             log(f"built {tree}.{key}: {rows[key]['secs']:.1f}s "
                 f"{rows[key]['bytes'] / MiB:.1f} MiB")
-            if cache and tree.startswith("files-"):  # generated trees: reuse next time
+            if cache:
                 os.makedirs(os.path.dirname(cache), exist_ok=True)
                 shutil.copyfile(out, cache + ".tmp")
                 os.replace(cache + ".tmp", cache)
+                meta = dict(rows[key], built=datetime.datetime.now(
+                    datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+                with open(cache + ".json", "w") as f:
+                    json.dump(meta, f)
 
     def build_ordered(self, wl, src):
         """Record wl's first-read order with `-o trace`, rebuild the image in that order."""
@@ -880,7 +911,7 @@ class Bench:
                 continue
             fmts = [k for k in ("cairn", "sqfs", "erofs") if k in self.formats_needed()]
             # peer images of generated trees are reused in quick mode, and for 1M files
-            # (minutes to build) in full mode too; their build time shows when built
+            # (minutes to build) in full mode too
             self.build_images(tree, src, fmts, cached=self.quick or n >= 1000000)
             systems = [s for s in self.systems()
                        if s.fmt in fmts and os.path.exists(self.img_path(tree, s.fmt))]
@@ -925,7 +956,16 @@ class Bench:
     # ---- reports from other parts of the project
 
     def other_sections(self):
-        """Sections other parts of the project measure themselves (docs/bench/*.md)."""
+        """Sections other parts of the project measure themselves (docs/bench/*.md), and
+        the RAM fs's own in-process seed 001 test, fresh from this run."""
+        if self.cairn.mkfs_ok and not self.quick:
+            log("== cairn bench rw (RAM fs in-process)")
+            p = run([self.cairn.path, "bench", "rw", "--runs", "3", "--files", "20000"],
+                    check=False, timeout=600, cwd=self.work)
+            if p.returncode == 0:
+                self.results["ramfs_inproc"] = p.stdout
+            else:
+                self.fail("cairn bench rw", (p.stderr or p.stdout).strip()[-300:])
         seed = os.path.join(HERE, "seed-read.sh")
         if os.access(seed, os.X_OK) and not self.quick:
             try:
@@ -964,6 +1004,7 @@ class Bench:
         if want("other"):
             self.other_sections()
         self.results["elapsed"] = now() - self.started
+        self.results["load_end"] = open("/proc/loadavg").read().split()[:3]
 
     def extra_java(self):
         """cairn reading the image from tmpfs with its own -o delay (full mode only)."""
@@ -984,6 +1025,8 @@ def main():
     ap.add_argument("--runs", type=int, default=0, help="runs per figure (quick 3, full 5)")
     ap.add_argument("--only", default="",
                     help="comma-separated subset: java,python,walk,rw,files,other")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="build every peer image afresh (no images reused from earlier runs)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (loop devices, mounts, drop_caches)")

@@ -75,7 +75,7 @@ def table(header, rows):
 
 # ------------------------------------------------------------------ machine and method
 
-def machine_info(b):
+def machine_info(r):
     cpu = ""
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -106,6 +106,10 @@ def machine_info(b):
                          "-version"]).splitlines()[0:1],
         "python": cmd_out(["/usr/bin/python3.11", "--version"]),
     }
+    if r.get("load_start"):
+        versions["load average"] = (f"{' '.join(r['load_start'])} at the start, "
+                                    f"{' '.join(r.get('load_end', ['?']))} at the end "
+                                    f"(other work shares this machine)")
     lines = []
     for k, v in versions.items():
         if isinstance(v, list):
@@ -201,16 +205,27 @@ def rw_table(rw):
                    "×best peer"], rows))
 
 
+def ramfs_inproc(r):
+    out = r.get("ramfs_inproc")
+    if not out:
+        return ""
+    return ("The same test on the RAM file system in-process, without FUSE "
+            "(`cairn bench rw --runs 3 --files 20000`, output as printed):\n\n```\n" +
+            out.strip() + "\n```\n")
+
+
 def build_tables(builds):
     parts = []
     for tree, t in builds.items():
         rows_d = t["rows"]
         if not rows_d:
             continue
-        peer_t = [r["secs"] for r in rows_d.values() if r["peer"]]
+        peer_t = [r["secs"] for r in rows_d.values() if r["peer"] and r["secs"] is not None]
         peer_s = [r["bytes"] for r in rows_d.values() if r["peer"]]
         bt, bs = (min(peer_t) if peer_t else None), (min(peer_s) if peer_s else None)
-        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"], f"{r['secs']:.2f}",
+        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"],
+                 ("–" if r["secs"] is None else f"{r['secs']:.2f}") +
+                 (f" (built {r['built']})" if r.get("built") else ""),
                  ratio(r["secs"], bt), mib(r["bytes"]), ratio(r["bytes"], bs)]
                 for r in rows_d.values()]
         parts.append(f"`{tree}` ({t['src']}):\n\n" +
@@ -314,6 +329,20 @@ def summary(r, stats):
             if plain:
                 goals.append(f"warm/plain dir {c['warm'] / plain:.2f} (goal ≤ 1.05)")
             lines.append(f"- Goals, {name}: " + ", ".join(goals) + ".")
+    for key in ("python", "walk"):
+        w = r["workloads"].get(key)
+        if not w or key not in stats:
+            continue
+        st, b_cold, b_req, plain = stats[key]
+        best = min((n for n, s in w["systems"].items() if s["peer"]),
+                   key=lambda n: st[n]["cold"], default=None)
+        for name in [n for n, s in w["systems"].items() if not s["peer"]]:
+            c = st[name]
+            if best and c["cold"] and c["req"] is not None:
+                lines.append(f"- {w['title']} cold, **{name}**: {c['cold']:.3f} s, "
+                             f"{count(c['req'])} requests; {c['cold'] / st[best]['cold']:.2f}× "
+                             f"the time of the best peer ({best}), "
+                             f"{c['req'] / max(b_req or 1, 1):.2f}× the fewest peer requests.")
     rw = r.get("rw", {}).get("systems", {})
     if "kernel tmpfs" in rw:
         t = {p: med([x[p] for x in rw["kernel tmpfs"]["runs"]])
@@ -395,7 +424,7 @@ Do not edit: every figure below comes from that run. Raw data:
 
 ## Machine
 
-{machine_info(b)}
+{machine_info(r)}
 
 ## Method
 
@@ -409,9 +438,13 @@ Do not edit: every figure below comes from that run. Raw data:
 
 {rw_table(r.get('rw', {}))}
 
+{ramfs_inproc(r)}
 ## Image build time and size
 
-One build each, source tree warm in the page cache, mksquashfs using all cores.
+One build each, source tree warm in the page cache, mksquashfs using all cores. Peer
+images that take minutes to build (compressed ones, and those of the 1M-file tree) are kept
+between runs for the same tool version and tree; for those the time is the one measured
+when they were built, shown with its date (`bench.py --rebuild` builds them all afresh).
 
 {build_tables(r['builds'])}
 
