@@ -65,7 +65,11 @@ bench() {
     END {
       m = int((n + 1) / 2); split(line[m], f, " ")
       met = ""
-      if (check) met = (f[2] <= goal && f[6] <= 1.2) ? "met" : ((f[2] <= goal) ? "requests met, time not" : "not met")
+      if (check) {
+        rq = f[2] <= goal ? "requests met" : "requests not met (" f[2] " > " goal ")"
+        tm = f[6] <= 1.2 ? "time met" : "time not met"
+        met = rq ", " tm
+      }
       printf "| %s | %d | %.1f | %.1f (%.1f-%.1f) | %.1f | %.1f | %.2f | %s |\n",
         label, f[2], f[3] / 1048576, f[1], w[1], w[n], f[4], f[5], f[6], met
     }'
