@@ -369,8 +369,8 @@ class CairnFs(System):
             if os.path.exists(self.stats_file):
                 with open(self.stats_file) as f:
                     text = f.read()
-                req = re.search(r"requests\D{0,4}(\d+)", text)
-                byt = re.search(r"bytes\D{0,4}(\d+)", text)
+                req = re.search(r"^device_requests (\d+)", text, re.M)
+                byt = re.search(r"^device_bytes (\d+)", text, re.M)
                 if req:
                     return {"requests": int(req.group(1)),
                             "bytes": int(byt.group(1)) if byt else None}
@@ -461,13 +461,18 @@ class Bench:
         self.delay = args.delay
         self.channels = args.channels
         self.runs = args.runs or (3 if self.quick else 5)
+        self.only = set(args.only.split(",")) if args.only else set()
+        self.rebuild = args.rebuild
         self.res = Resources(self.work)
         self.cairn = Cairn(os.path.join(self.build, "cairn"), self.work)
         self.formats = _fmt_table(self.cairn)
         self.results = {"mode": self.mode, "runs": self.runs, "delay": self.delay,
                         "channels": self.channels, "skipped": [], "failures": [],
-                        "workloads": {}, "builds": {}, "rw": {}, "files": {}}
+                        "workloads": {}, "builds": {}, "rw": {}, "files": {}, "slow": []}
+        # a system slower than this per cycle gets no further runs in that workload
+        self.slow_limit = 8.0 if self.quick else 20.0
         self.started = now()
+        self.results["load_start"] = open("/proc/loadavg").read().split()[:3]
         self.dev = os.path.join(self.work, "dev")
         self.imgdir = os.path.join(self.work, "img")
         self.host_warm = []
@@ -480,6 +485,12 @@ class Bench:
     def skip(self, what, why):
         log(f"SKIP {what}: {why}")
         self.results["skipped"].append({"what": what, "why": why})
+
+    def note_slow(self, what, n, limit):
+        msg = (f"{n} run(s) only: one run took more than {limit:.0f} s, "
+               f"so the rest were left out to keep the run short")
+        log(f"SLOW {what}: {msg}")
+        self.results["slow"].append({"what": what, "why": msg})
 
     def fail(self, what, why):
         log(f"FAIL {what}: {why}")
@@ -608,7 +619,9 @@ class Bench:
         return keys
 
     def warm_tree(self, src):
-        run(["sh", "-c", f"find '{src}' -type f -exec cat {{}} + >/dev/null"], check=False)
+        """Read the tree once so every builder finds it in the page cache."""
+        run(["sh", "-c", f"find '{src}' -type f -size +0 -exec cat {{}} + >/dev/null"],
+            check=False, timeout=1800)
 
     def tool_version(self, tool):
         if tool not in self._versions:
@@ -618,10 +631,32 @@ class Bench:
             self._versions[tool] = re.sub(r"[^\w.-]+", "_", out[0] if out else "unknown")[:40]
         return self._versions[tool]
 
+    def tree_signature(self, src):
+        """Files, bytes and newest mtime of a tree: a changed tree gets fresh images."""
+        if os.path.basename(src).startswith("files-"):
+            return "generated"
+        n = size = newest = 0
+        for dirpath, _, names in os.walk(src):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                n, size, newest = n + 1, size + st.st_size, max(newest, int(st.st_mtime))
+        return f"{n}-{size}-{newest}"
+
+    def cache_path(self, tree, src, fmt):
+        sig = self.tree_signature(src)
+        return os.path.join(TREE_CACHE, "images",
+                            f"{tree}.{fmt.key}.{self.tool_version(fmt.tool)}.{sig}")
+
     def build_images(self, tree, src, fmts, cached=False):
-        """Build each image once (source tree warm), record time and size. With cached
-        (quick mode, generated trees) a peer image built by an earlier run of the same tool
-        version is copied instead, and no build time is recorded."""
+        """Build each image once (source tree warm), record time and size.
+
+        Peer images that take minutes on a busy 2-core machine (compressed ones, and every
+        peer image of a generated tree when `cached`) are kept in TREE_CACHE between runs,
+        keyed by tool version and tree signature; a reused image reports the build time
+        measured when it was built, marked as such. --rebuild builds everything afresh."""
         rows = self.results["builds"].setdefault(tree, {"src": src, "rows": {}})["rows"]
         warmed = False
         for key in fmts:
@@ -630,18 +665,21 @@ class Bench:
             if os.path.exists(out):
                 os.unlink(out)
             cache = None
-            if fmt.peer:
-                cache = os.path.join(TREE_CACHE, "images",
-                                     f"{tree}.{key}.{self.tool_version(fmt.tool)}")
-                if cached and os.path.exists(cache):
+            if fmt.peer and (cached or key in ("sqfs-zstd", "erofs-lz4hc")):
+                cache = self.cache_path(tree, src, fmt)
+                if not self.rebuild and os.path.exists(cache) and \
+                        os.path.exists(cache + ".json"):
+                    with open(cache + ".json") as f:
+                        rows[key] = json.load(f)
                     shutil.copyfile(cache, out)
+                    log(f"reused {tree}.{key} built {rows[key].get('built')}")
                     continue
             if not warmed:
                 self.warm_tree(src)
                 warmed = True
             t0 = now()
             try:
-                run(fmt.argv_fn(src, out), timeout=900)
+                run(fmt.argv_fn(src, out), timeout=1800)
             except BenchError as e:
                 self.fail(f"build {tree} with {fmt.label}", e)
                 if os.path.exists(out):
@@ -651,10 +689,14 @@ class Bench:
                          "bytes": os.path.getsize(out)}
             log(f"built {tree}.{key}: {rows[key]['secs']:.1f}s "
                 f"{rows[key]['bytes'] / MiB:.1f} MiB")
-            if cache and tree.startswith("files-"):
+            if cache:
                 os.makedirs(os.path.dirname(cache), exist_ok=True)
                 shutil.copyfile(out, cache + ".tmp")
                 os.replace(cache + ".tmp", cache)
+                meta = dict(rows[key], built=datetime.datetime.now(
+                    datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+                with open(cache + ".json", "w") as f:
+                    json.dump(meta, f)
 
     def build_ordered(self, wl, src):
         """Record wl's first-read order with `-o trace`, rebuild the image in that order."""
@@ -744,13 +786,16 @@ class Bench:
         out = {"title": wl.title, "about": wl.about, "src": src, "systems": {}}
         self.results["workloads"][wl.key] = out
         runs = {s.name: [] for s in systems}
-        broken = set()
+        broken, slow = set(), set()
         for i in range(self.runs):
             for s in systems:  # round-robin, so drift over time spreads evenly
-                if s.name in broken:
+                if s.name in broken or s.name in slow:
                     continue
                 try:
-                    runs[s.name].append(self.cycle(wl, s))
+                    r = self.cycle(wl, s)
+                    runs[s.name].append(r)
+                    if r["cold"] + r["warm"] > self.slow_limit:
+                        slow.add(s.name)
                 except (BenchError, OSError) as e:
                     broken.add(s.name)
                     self.fail(f"{wl.key} on {s.name}", e)
@@ -758,6 +803,8 @@ class Bench:
             if runs[s.name]:
                 out["systems"][s.name] = {"peer": s.peer, "daemon": s.daemon,
                                           "direct": s.direct, "runs": runs[s.name]}
+                if s.name in slow:
+                    self.note_slow(f"{wl.key} on {s.name}", len(runs[s.name]), self.slow_limit)
                 med = statistics.median(r["cold"] for r in runs[s.name])
                 log(f"{wl.key} {s.name}: cold {med:.3f}s")
         try:
@@ -863,7 +910,9 @@ class Bench:
                 self.fail(f"generating {n} files", e)
                 continue
             fmts = [k for k in ("cairn", "sqfs", "erofs") if k in self.formats_needed()]
-            self.build_images(tree, src, fmts, cached=self.quick)
+            # peer images of generated trees are reused in quick mode, and for 1M files
+            # (minutes to build) in full mode too
+            self.build_images(tree, src, fmts, cached=self.quick or n >= 1000000)
             systems = [s for s in self.systems()
                        if s.fmt in fmts and os.path.exists(self.img_path(tree, s.fmt))]
             mnt = os.path.join(self.work, "mnt", "files")
@@ -876,6 +925,11 @@ class Bench:
                 rows = []
                 try:
                     for _ in range(self.runs):
+                        if rows and rows[-1]["mount"] + rows[-1]["lookup"] + \
+                                rows[-1]["list"] > self.slow_limit / 4:
+                            self.note_slow(f"{n} files on {s.name}", len(rows),
+                                           self.slow_limit / 4)
+                            break
                         self.drop_caches()
                         self.dev_reset()
                         t0 = now()
@@ -902,7 +956,16 @@ class Bench:
     # ---- reports from other parts of the project
 
     def other_sections(self):
-        """Sections other parts of the project measure themselves (docs/bench/*.md)."""
+        """Sections other parts of the project measure themselves (docs/bench/*.md), and
+        the RAM fs's own in-process seed 001 test, fresh from this run."""
+        if self.cairn.mkfs_ok and not self.quick:
+            log("== cairn bench rw (RAM fs in-process)")
+            p = run([self.cairn.path, "bench", "rw", "--runs", "3", "--files", "20000"],
+                    check=False, timeout=600, cwd=self.work)
+            if p.returncode == 0:
+                self.results["ramfs_inproc"] = p.stdout
+            else:
+                self.fail("cairn bench rw", (p.stderr or p.stdout).strip()[-300:])
         seed = os.path.join(HERE, "seed-read.sh")
         if os.access(seed, os.X_OK) and not self.quick:
             try:
@@ -922,17 +985,26 @@ class Bench:
             self.skip("cairn", self.cairn.why)
         elif not self.cairn.mount_ok:
             self.skip("cairn mount (read-only workloads)", self.cairn.why)
-        if self.tools["javac"]:
+        want = lambda key: not self.only or key in self.only
+        if want("java") and self.tools["javac"]:
             run(["javac", "-d", os.path.join(self.work, "hello"), os.path.join(HERE, "Hello.java")])
             self.hello_dir = os.path.join(self.work, "hello")
             self.bench_read_only(JavaHello(), JDK, self.extra_java())
-        self.bench_read_only(PythonImports(), PYLIB)
-        self.bench_read_only(Walk("/usr/include/linux" if self.quick else "/usr/include"),
-                             "/usr/include/linux" if self.quick else "/usr/include")
-        self.bench_rw()
-        self.bench_files([1000, 100000] if self.quick else [1000, 100000, 1000000])
-        self.other_sections()
+        if want("python"):
+            self.bench_read_only(PythonImports(), PYLIB)
+        walk = "/usr/include/linux" if self.quick else "/usr/lib/node_modules"
+        if not os.path.isdir(walk):
+            walk = "/usr/include"
+        if want("walk"):
+            self.bench_read_only(Walk(walk), walk)
+        if want("rw"):
+            self.bench_rw()
+        if want("files"):
+            self.bench_files([1000, 100000] if self.quick else [1000, 100000, 1000000])
+        if want("other"):
+            self.other_sections()
         self.results["elapsed"] = now() - self.started
+        self.results["load_end"] = open("/proc/loadavg").read().split()[:3]
 
     def extra_java(self):
         """cairn reading the image from tmpfs with its own -o delay (full mode only)."""
@@ -951,6 +1023,10 @@ def main():
     ap.add_argument("--delay", default="1ms", help="per-request delay of the emulated disk")
     ap.add_argument("--channels", type=int, default=1)
     ap.add_argument("--runs", type=int, default=0, help="runs per figure (quick 3, full 5)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated subset: java,python,walk,rw,files,other")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="build every peer image afresh (no images reused from earlier runs)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (loop devices, mounts, drop_caches)")

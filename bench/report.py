@@ -75,7 +75,7 @@ def table(header, rows):
 
 # ------------------------------------------------------------------ machine and method
 
-def machine_info(b):
+def machine_info(r):
     cpu = ""
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -106,6 +106,10 @@ def machine_info(b):
                          "-version"]).splitlines()[0:1],
         "python": cmd_out(["/usr/bin/python3.11", "--version"]),
     }
+    if r.get("load_start"):
+        versions["load average"] = (f"{' '.join(r['load_start'])} at the start, "
+                                    f"{' '.join(r.get('load_end', ['?']))} at the end "
+                                    f"(other work shares this machine)")
     lines = []
     for k, v in versions.items():
         if isinstance(v, list):
@@ -201,16 +205,27 @@ def rw_table(rw):
                    "×best peer"], rows))
 
 
+def ramfs_inproc(r):
+    out = r.get("ramfs_inproc")
+    if not out:
+        return ""
+    return ("The same test on the RAM file system in-process, without FUSE "
+            "(`cairn bench rw --runs 3 --files 20000`, output as printed):\n\n```\n" +
+            out.strip() + "\n```\n")
+
+
 def build_tables(builds):
     parts = []
     for tree, t in builds.items():
         rows_d = t["rows"]
         if not rows_d:
             continue
-        peer_t = [r["secs"] for r in rows_d.values() if r["peer"]]
+        peer_t = [r["secs"] for r in rows_d.values() if r["peer"] and r["secs"] is not None]
         peer_s = [r["bytes"] for r in rows_d.values() if r["peer"]]
         bt, bs = (min(peer_t) if peer_t else None), (min(peer_s) if peer_s else None)
-        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"], f"{r['secs']:.2f}",
+        rows = [[f"**{r['label']}**" if not r["peer"] else r["label"],
+                 ("–" if r["secs"] is None else f"{r['secs']:.2f}") +
+                 (f" (built {r['built']})" if r.get("built") else ""),
                  ratio(r["secs"], bt), mib(r["bytes"]), ratio(r["bytes"], bs)]
                 for r in rows_d.values()]
         parts.append(f"`{tree}` ({t['src']}):\n\n" +
@@ -253,6 +268,7 @@ def chart(w, path, title):
     if not shutil.which("gnuplot") or not w.get("systems"):
         return False
     data = path + ".dat"
+    n = len(w["systems"])
     with open(data, "w") as f:
         for i, (name, s) in enumerate(w["systems"].items()):
             c = [r["cold"] for r in s["runs"]]
@@ -262,7 +278,7 @@ def chart(w, path, title):
                     f'{0 if s["peer"] else 1}\n')
     plain = med(w.get("plain_warm", []))
     script = f"""
-set terminal pngcairo size 1000,520 font "sans,10"
+set terminal pngcairo size 1000,520 font "sans,10" noenhanced
 set output "{path}"
 set title "{title}"
 set ylabel "seconds (median, min-max)"
@@ -272,14 +288,15 @@ set yrange [0:*]
 set grid ytics
 set key top left
 set xtics rotate by -30 left font "sans,9"
-set offsets 0.5, 0.5, 0, 0
+set xrange [-0.6:{n - 0.4}]
 """
-    if plain is not None:
-        script += f'set arrow from graph 0, first {plain} to graph 1, first {plain} nohead dt 2 lc "gray40"\n'
-        script += f'set label "warm, plain directory" at graph 0.01, first {plain} offset 0,0.6 tc "gray40"\n'
+    plain_line = (f', {plain:.4f} with lines dt 2 lc "gray40" title "warm, plain directory"'
+                  if plain is not None else "")
     script += (f'plot "{data}" using 1:($6==1?$3:1/0):xtic(2) with boxes lc "#2a7f62" title "cairn", '
                f'"" using 1:($6==0?$3:1/0) with boxes lc "#8a8f98" title "peers", '
-               f'"" using 1:3:4:5 with yerrorbars lc "black" pt 0 notitle\n')
+               f'"" using 1:3:4:5 with yerrorbars lc "black" pt 0 notitle, '
+               f'"" using 1:5:(sprintf("%.3f", $3)) with labels offset 0,0.8 notitle'
+               f'{plain_line}\n')
     p = subprocess.run(["gnuplot"], input=script, text=True, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
     os.unlink(data)
@@ -312,6 +329,20 @@ def summary(r, stats):
             if plain:
                 goals.append(f"warm/plain dir {c['warm'] / plain:.2f} (goal ≤ 1.05)")
             lines.append(f"- Goals, {name}: " + ", ".join(goals) + ".")
+    for key in ("python", "walk"):
+        w = r["workloads"].get(key)
+        if not w or key not in stats:
+            continue
+        st, b_cold, b_req, plain = stats[key]
+        best = min((n for n, s in w["systems"].items() if s["peer"]),
+                   key=lambda n: st[n]["cold"], default=None)
+        for name in [n for n, s in w["systems"].items() if not s["peer"]]:
+            c = st[name]
+            if best and c["cold"] and c["req"] is not None:
+                lines.append(f"- {w['title']} cold, **{name}**: {c['cold']:.3f} s, "
+                             f"{count(c['req'])} requests; {c['cold'] / st[best]['cold']:.2f}× "
+                             f"the time of the best peer ({best}), "
+                             f"{c['req'] / max(b_req or 1, 1):.2f}× the fewest peer requests.")
     rw = r.get("rw", {}).get("systems", {})
     if "kernel tmpfs" in rw:
         t = {p: med([x[p] for x in rw["kernel tmpfs"]["runs"]])
@@ -329,18 +360,28 @@ def summary(r, stats):
 
 # ------------------------------------------------------------------ the page
 
-def other_section(name, title, out):
-    """A section another part of the project writes (docs/bench/<name>)."""
+def other_sections(out):
+    """Sections other parts of the project write themselves (docs/bench/*.md), included
+    as they are, headings nested under ours."""
+    parts = []
     for d in (os.path.join(out, "bench"), os.path.join(REPO, "docs", "bench")):
-        p = os.path.join(d, name)
-        if os.path.exists(p):
-            text = open(p).read().strip()
-            # demote its headings so they nest under ours
-            text = re.sub(r"^(#+) ", lambda m: "#" * min(len(m.group(1)) + 2, 6) + " ", text,
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".md"):
+                continue
+            text = open(os.path.join(d, name)).read().strip()
+            m = re.match(r"#+ (.*)", text)
+            title = m.group(1) if m else name[:-3]
+            if m:
+                text = text[m.end():].strip()
+            text = re.sub(r"^(#+) ", lambda h: "#" * min(len(h.group(1)) + 1, 6) + " ", text,
                           flags=re.M)
-            return f"## {title}\n\nFrom [bench/{name}](bench/{name}) (written by its own " \
-                   f"benchmark, included as is).\n\n{text}\n"
-    return ""
+            parts.append(f"## {title}\n\nFrom [bench/{name}](bench/{name}), written by its own "
+                         f"benchmark and included as is.\n\n{text}\n")
+        if parts:
+            break
+    return "\n".join(parts)
 
 
 def write(r, out, b):
@@ -383,7 +424,7 @@ Do not edit: every figure below comes from that run. Raw data:
 
 ## Machine
 
-{machine_info(b)}
+{machine_info(r)}
 
 ## Method
 
@@ -397,9 +438,13 @@ Do not edit: every figure below comes from that run. Raw data:
 
 {rw_table(r.get('rw', {}))}
 
+{ramfs_inproc(r)}
 ## Image build time and size
 
-One build each, source tree warm in the page cache, mksquashfs using all cores.
+One build each, source tree warm in the page cache, mksquashfs using all cores. Peer
+images that take minutes to build (compressed ones, and those of the 1M-file tree) are kept
+between runs for the same tool version and tree; for those the time is the one measured
+when they were built, shown with its date (`bench.py --rebuild` builds them all afresh).
 
 {build_tables(r['builds'])}
 
@@ -407,11 +452,14 @@ One build each, source tree warm in the page cache, mksquashfs using all cores.
 
 {files_tables(r['files'])}
 
-{other_section('io.md', 'IO stack', out)}
-{other_section('ramfs.md', 'RAM file system', out)}
+{other_sections(out)}
 ## Skipped
 
 {skipped}
+
+## Cut short
+
+{chr(10).join(f"- {s['what']}: {s['why']}" for s in r.get('slow', [])) or "- nothing"}
 
 ## Failed
 

@@ -2,6 +2,7 @@
 # cairn benchmarks: `bench/run.sh quick|full` (make bench-quick / make bench).
 # full writes docs/BENCHMARKS.md and docs/bench/*.png; quick writes the same into
 # $BUILD/bench-quick/ so checking a change does not touch the committed results.
+# BENCH_ARGS passes options to bench.py, e.g. BENCH_ARGS="--only java,rw --runs 3".
 # Needs root (loop devices, mounts, drop_caches). Everything it mounts, attaches or starts
 # lives under one work dir on tmpfs and is undone on exit, error or interrupt.
 set -eu
@@ -34,10 +35,20 @@ cleanup() {
   "$here/cleanup.sh" "$work" || true
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 
 mkdir -p "$out"
 # A little priority over background compiles keeps scheduling noise out of the figures
 # (BENCH_NICE=0 to turn off). Every workload and daemon inherits it.
-nice -n "${BENCH_NICE:--5}" /usr/bin/python3 -B "$here/bench.py" --mode "$mode" --work "$work" --build "$build" --out "$out" \
-  ${BENCH_ARGS:-}
+# The driver runs in the background so a signal to this script can be passed on to it
+# (it unmounts and detaches what it set up); cleanup.sh then sweeps whatever is left.
+nice -n "${BENCH_NICE:--5}" /usr/bin/python3 -B "$here/bench.py" --mode "$mode" --work "$work" \
+  --build "$build" --out "$out" ${BENCH_ARGS:-} &
+py=$!
+trap 'kill -TERM "$py" 2>/dev/null' INT TERM HUP
+set +e
+rc=0
+while :; do
+  wait "$py"; rc=$?
+  kill -0 "$py" 2>/dev/null || break   # wait was cut short by a signal: keep waiting
+done
+exit "$rc"

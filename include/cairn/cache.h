@@ -28,6 +28,8 @@ struct cairn_cache_config {
 	size_t max_io;          /* largest device request; 0 = default (1 MiB) */
 	size_t readahead_max;   /* largest readahead window; 0 = default (4 MiB) */
 	unsigned threads;       /* readahead workers; 0 = default (2) */
+	size_t small_file;      /* a file (hint range) this small, or the rest of one, is
+				   fetched whole on its first miss; 0 = default (256 KiB) */
 };
 #define CAIRN_CACHE_OFF ((size_t)-1)
 
@@ -38,7 +40,7 @@ struct cairn_cache_hint {
 };
 
 struct cairn_cache_stats {
-	uint64_t hits, misses;          /* segment lookups */
+	uint64_t hits, misses;          /* segment lookups (pass-through: reads are misses) */
 	uint64_t requests, bytes;       /* device requests issued by the cache */
 	uint64_t readahead_bytes;       /* fetched by readahead */
 	uint64_t readahead_used;        /* readahead segments later hit */
@@ -46,6 +48,7 @@ struct cairn_cache_stats {
 	uint64_t evictions;
 	uint64_t resident_bytes;        /* now */
 	uint64_t errors;                /* failed device requests */
+	uint64_t waits;                 /* hits that waited for an in-flight fetch */
 };
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,

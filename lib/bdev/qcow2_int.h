@@ -87,12 +87,10 @@ struct qcow2_dev {
 	uint64_t slice_entries;
 	struct qcow2_l2cache cache;
 
-	/* One decompressed cluster kept for the next read of the same cluster; the
-	 * decompressor contexts live beside it under the same lock. */
+	/* One decompressed cluster kept for the next read of the same cluster. */
 	pthread_mutex_t zlock;
-	uint8_t *zbuf;                   /* cluster_size bytes, allocated on first use */
-	uint64_t zbuf_entry;             /* L2 entry zbuf holds, 0 = none */
-	void *zstd_ctx;                  /* ZSTD_DCtx */
+	uint8_t *zbuf;                   /* cluster_size bytes, or NULL */
+	uint64_t zbuf_entry;             /* L2 entry zbuf holds */
 
 	atomic_uint_fast64_t l2_table_reads, data_requests, compressed_clusters,
 		backing_reads;

@@ -5,9 +5,11 @@
  * file". Neighbouring pieces of the same kind are merged into one run, and a data
  * run grows while the host clusters are contiguous, so a read over a contiguous
  * layout costs one request to the file below however many clusters it crosses.
- * Compressed clusters are read and inflated one at a time; the last one inflated
- * is kept, because a reader going through a cluster in small steps would
- * otherwise inflate it once per step.
+ * Compressed clusters packed next to each other in the file are fetched with one
+ * request too, then inflated one by one, straight into the caller's buffer when
+ * the read covers the whole cluster. The last partly read cluster is kept,
+ * because a reader going through a cluster in small steps would otherwise
+ * inflate it once per step.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,8 +50,6 @@ int qcow2_decomp_init(struct qcow2_dev *q)
 
 void qcow2_decomp_destroy(struct qcow2_dev *q)
 {
-	ZSTD_freeDCtx(q->zstd_ctx);
-	q->zstd_ctx = NULL;
 	free(q->zbuf);
 	q->zbuf = NULL;
 	pthread_mutex_destroy(&q->zlock);
@@ -143,23 +143,23 @@ static int inflate_zlib(const uint8_t *in, size_t in_len, uint8_t *out, size_t o
 	return -CAIRN_ECORRUPT;
 }
 
-static int inflate_zstd(struct qcow2_dev *q, const uint8_t *in, size_t in_len, uint8_t *out,
+static int inflate_zstd(ZSTD_DCtx **ctx, const uint8_t *in, size_t in_len, uint8_t *out,
 			size_t out_len)
 {
 	ZSTD_inBuffer ib = { in, in_len, 0 };
 	ZSTD_outBuffer ob = { out, out_len, 0 };
 
-	if (!q->zstd_ctx) {
-		q->zstd_ctx = ZSTD_createDCtx();
-		if (!q->zstd_ctx)
+	if (!*ctx) {
+		*ctx = ZSTD_createDCtx();
+		if (!*ctx)
 			return -ENOMEM;
-		ZSTD_DCtx_setParameter(q->zstd_ctx, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
+		ZSTD_DCtx_setParameter(*ctx, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
 	}
-	ZSTD_DCtx_reset(q->zstd_ctx, ZSTD_reset_session_only);
+	ZSTD_DCtx_reset(*ctx, ZSTD_reset_session_only);
 	/* QEMU may write several frames per cluster: go on until the cluster is full. */
 	while (ob.pos < ob.size) {
 		size_t in_before = ib.pos, out_before = ob.pos;
-		size_t zr = ZSTD_decompressStream(q->zstd_ctx, &ob, &ib);
+		size_t zr = ZSTD_decompressStream(*ctx, &ob, &ib);
 
 		if (ZSTD_isError(zr))
 			return -CAIRN_ECORRUPT;
@@ -169,59 +169,163 @@ static int inflate_zstd(struct qcow2_dev *q, const uint8_t *in, size_t in_len, u
 	return 0;
 }
 
-/* Read one compressed cluster's bytes [vs, ve) (virtual offsets). */
-static int read_compressed(struct reader *r, uint64_t entry, uint64_t vs, uint64_t ve)
+/* Where a compressed cluster's bytes are: [*coff, *coff + *csize), clipped to the
+ * file (the stored sector count may run past its end). */
+static int compressed_desc(const struct qcow2_dev *q, uint64_t entry, uint64_t *coff,
+			   uint64_t *csize)
 {
-	struct qcow2_dev *q = r->q;
 	unsigned x = 62 - (q->cluster_bits - 8);
-	uint64_t coff = entry & ((1ull << x) - 1);
 	uint64_t nsect = ((entry >> x) & ((1ull << (q->cluster_bits - 8)) - 1)) + 1;
-	uint64_t csize = nsect * 512 - (coff & 511); /* at most 2 clusters */
-	uint64_t in_cluster = vs & (q->cluster_size - 1);
-	uint8_t *cbuf;
+
+	*coff = entry & ((1ull << x) - 1);
+	if (*coff > QCOW2_OFFSET_MASK || *coff >= q->file_size)
+		return -CAIRN_ECORRUPT;
+	*csize = nsect * 512 - (*coff & 511); /* at most 2 clusters */
+	if (*csize > q->file_size - *coff)
+		*csize = q->file_size - *coff;
+	return 0;
+}
+
+/* How many of the compressed clusters e[0..n) can share one read: each must
+ * start at or after the one before and at most CSPAN_GAP bytes past the span so
+ * far, and the span stays within CSPAN_MAX (one cluster may always go alone).
+ * qemu-img packs compressed clusters back to back, so a sequential read of a
+ * compressed image becomes one request per read instead of one per cluster. */
+#define CSPAN_GAP 4096u
+#define CSPAN_MAX (4u << 20)
+static int compressed_run(const struct qcow2_dev *q, const struct qcow2_l2e *e, int n,
+			  uint64_t *lo, uint64_t *hi)
+{
+	uint64_t coff, csize, prev = 0;
+	int k;
+
+	for (k = 0; k < n && (e[k].entry & QCOW2_L2_COMPRESSED); k++) {
+		int rc = compressed_desc(q, e[k].entry, &coff, &csize);
+		uint64_t top;
+
+		if (rc < 0)
+			return k ? k : rc;
+		top = coff + csize;
+		if (k == 0) {
+			*lo = coff;
+			*hi = top;
+		} else {
+			if (coff < prev || coff > *hi + CSPAN_GAP ||
+			    (top > *hi ? top : *hi) - *lo > CSPAN_MAX)
+				break;
+			if (top > *hi)
+				*hi = top;
+		}
+		prev = coff;
+	}
+	return k;
+}
+
+/* Decompress one cluster from `in` into out (cluster_size bytes). */
+static int inflate_cluster(struct qcow2_dev *q, ZSTD_DCtx **zctx, const uint8_t *in,
+			   size_t in_len, uint8_t *out)
+{
 	int rc;
 
-	if (coff > QCOW2_OFFSET_MASK || coff >= q->file_size)
-		return -CAIRN_ECORRUPT; /* outside the file */
-	if (csize > q->file_size - coff) /* may run past the end of the file */
-		csize = q->file_size - coff;
-	pthread_mutex_lock(&q->zlock);
-	if (q->zbuf && q->zbuf_entry == entry) {
-		memcpy(r->buf + (vs - r->off), q->zbuf + in_cluster, (size_t)(ve - vs));
-		pthread_mutex_unlock(&q->zlock);
-		return 0;
-	}
-	pthread_mutex_unlock(&q->zlock);
+	if (q->compression == QCOW2_ZSTD)
+		rc = inflate_zstd(zctx, in, in_len, out, (size_t)q->cluster_size);
+	else
+		rc = inflate_zlib(in, in_len, out, (size_t)q->cluster_size);
+	if (rc == 0)
+		atomic_fetch_add(&q->compressed_clusters, 1);
+	return rc;
+}
 
-	cbuf = malloc((size_t)csize);
-	if (!cbuf)
+/* Serve [vs, ve) of the cluster `entry` from the kept cluster, if it is that one. */
+static int zbuf_hit(struct reader *r, uint64_t entry, uint64_t vs, uint64_t ve)
+{
+	struct qcow2_dev *q = r->q;
+	int hit;
+
+	pthread_mutex_lock(&q->zlock);
+	hit = q->zbuf && q->zbuf_entry == entry;
+	if (hit)
+		memcpy(r->buf + (vs - r->off), q->zbuf + (vs & (q->cluster_size - 1)),
+		       (size_t)(ve - vs));
+	pthread_mutex_unlock(&q->zlock);
+	return hit;
+}
+
+/* Keep a decompressed cluster (taking ownership of buf) for the next read. */
+static void zbuf_keep(struct qcow2_dev *q, uint64_t entry, uint8_t *buf)
+{
+	uint8_t *old;
+
+	pthread_mutex_lock(&q->zlock);
+	old = q->zbuf;
+	q->zbuf = buf;
+	q->zbuf_entry = entry;
+	pthread_mutex_unlock(&q->zlock);
+	free(old);
+}
+
+/*
+ * k compressed clusters e[0..k), the first starting at virtual offset cstart,
+ * whose bytes lie in [lo, hi) of the file: one read, then each is inflated
+ * straight into the caller's buffer when the read covers it whole, or through a
+ * spare cluster (then kept) when it covers only part. Advances *pos and returns
+ * how many clusters it consumed (at least 1), or -errno.
+ */
+static int read_compressed_run(struct reader *r, const struct qcow2_l2e *e, int k,
+			       uint64_t cstart, uint64_t lo, uint64_t hi, uint64_t *pos,
+			       uint64_t end)
+{
+	struct qcow2_dev *q = r->q;
+	uint64_t cs = q->cluster_size;
+	ZSTD_DCtx *zctx = NULL;
+	uint8_t *in;
+	int rc = 0, i = 0;
+
+	/* A reader stepping through one cluster finds it already inflated. */
+	if (zbuf_hit(r, e[0].entry, *pos, cstart + cs < end ? cstart + cs : end)) {
+		*pos = cstart + cs < end ? cstart + cs : end;
+		if (k == 1)
+			return 1;
+		/* The rest may form a shorter run on its own (odd layouts). */
+		k = 1 + compressed_run(q, e + 1, k - 1, &lo, &hi);
+		i = 1;
+	}
+	in = malloc((size_t)(hi - lo));
+	if (!in)
 		return -ENOMEM;
 	atomic_fetch_add(&q->data_requests, 1);
-	rc = cairn_bdev_read_full(q->base.below, cbuf, (size_t)csize, coff);
-	if (rc < 0) {
-		free(cbuf);
-		return rc;
-	}
-	pthread_mutex_lock(&q->zlock);
-	if (!q->zbuf)
-		q->zbuf = malloc((size_t)q->cluster_size);
-	if (!q->zbuf) {
-		rc = -ENOMEM;
-	} else {
-		q->zbuf_entry = 0;
-		if (q->compression == QCOW2_ZSTD)
-			rc = inflate_zstd(q, cbuf, (size_t)csize, q->zbuf, (size_t)q->cluster_size);
-		else
-			rc = inflate_zlib(cbuf, (size_t)csize, q->zbuf, (size_t)q->cluster_size);
-		if (rc == 0) {
-			q->zbuf_entry = entry;
-			memcpy(r->buf + (vs - r->off), q->zbuf + in_cluster, (size_t)(ve - vs));
-			atomic_fetch_add(&q->compressed_clusters, 1);
+	rc = cairn_bdev_read_full(q->base.below, in, (size_t)(hi - lo), lo);
+	for (; i < k && rc == 0; i++) {
+		uint64_t c0 = cstart + (uint64_t)i * cs;
+		uint64_t ve = c0 + cs < end ? c0 + cs : end;
+		uint64_t coff, csize;
+		uint8_t *spare;
+
+		rc = compressed_desc(q, e[i].entry, &coff, &csize);
+		if (rc == 0 && (coff < lo || csize > hi - coff))
+			rc = -CAIRN_ECORRUPT; /* cannot happen: the run was built from these */
+		if (rc < 0)
+			break;
+		if (*pos == c0 && ve == c0 + cs) {
+			rc = inflate_cluster(q, &zctx, in + (coff - lo), (size_t)csize,
+					     r->buf + (c0 - r->off));
+		} else {
+			spare = malloc((size_t)cs);
+			rc = spare ? inflate_cluster(q, &zctx, in + (coff - lo), (size_t)csize, spare)
+				   : -ENOMEM;
+			if (rc == 0) {
+				memcpy(r->buf + (*pos - r->off), spare + (*pos - c0),
+				       (size_t)(ve - *pos));
+				zbuf_keep(q, e[i].entry, spare);
+			} else {
+				free(spare);
+			}
 		}
+		*pos = ve;
 	}
-	pthread_mutex_unlock(&q->zlock);
-	free(cbuf);
-	return rc;
+	ZSTD_freeDCtx(zctx);
+	free(in);
+	return rc < 0 ? rc : k;
 }
 
 /* A data cluster must be aligned and start inside the file. */
@@ -270,10 +374,6 @@ static int map_cluster(struct reader *r, const struct qcow2_l2e *e, uint64_t cst
 	uint64_t host;
 	int rc;
 
-	if (e->entry & QCOW2_L2_COMPRESSED) {
-		rc = flush(r);
-		return rc < 0 ? rc : read_compressed(r, e->entry, vs, ve);
-	}
 	if (q->ext_l2)
 		return map_subclusters(r, e, cstart, vs, ve);
 	if (e->entry & L2_RESERVED)
@@ -320,12 +420,26 @@ ssize_t qcow2_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 		n = qcow2_l2_get(q, l2, l2i, want, ents);
 		if (n < 0)
 			return n;
-		for (int i = 0; i < n && rc == 0; i++) {
+		for (int i = 0; i < n && rc == 0;) {
 			uint64_t cstart = (cl + (uint64_t)i) << cb;
 			uint64_t ve = cstart + q->cluster_size < end ? cstart + q->cluster_size : end;
+			uint64_t lo, hi;
+			int k;
 
+			if (ents[i].entry & QCOW2_L2_COMPRESSED) {
+				rc = flush(&r);
+				k = rc < 0 ? rc : compressed_run(q, &ents[i], n - i, &lo, &hi);
+				if (k < 0)
+					return k;
+				k = read_compressed_run(&r, &ents[i], k, cstart, lo, hi, &pos, end);
+				if (k < 0)
+					return k;
+				i += k;
+				continue;
+			}
 			rc = map_cluster(&r, &ents[i], cstart, pos, ve);
 			pos = ve;
+			i++;
 		}
 	}
 	if (rc == 0)

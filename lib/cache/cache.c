@@ -1,27 +1,96 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER pass-through cache so other layers can be built and tested; the
- * segment cache (issue 3) replaces this file. */
+/*
+ * The segment cache: public API and the read path.
+ *
+ * A read first tries the fast path: every segment it covers is READY, so it is
+ * a hash lookup and a memcpy per segment under that segment's shard lock, with
+ * no allocation, no syscall and no shared counter. Anything else goes to
+ * slow_read(), which claims the missing segments (inserting them as FETCHING so
+ * concurrent readers wait instead of fetching again), extends the claim for
+ * small files and sequential streams, fetches each run of neighbouring claims
+ * in one device request, and then waits for segments someone else is fetching.
+ *
+ * A failed fetch removes its segments from the table before anyone can see
+ * them as data, and every reader waiting on them gets the error. Nothing of a
+ * failed request stays cached, so the next read asks the device again.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cairn/bdev.h>
-#include <cairn/cache.h>
+#include <unistd.h>
+#include "cache/cache_internal.h"
 
-struct cairn_cache {
-	struct cairn_bdev *dev;
-	struct cairn_cache_config cfg;
-};
+/* Defaults; the segment size is chosen by measurement, see docs/BENCHMARKS.md. */
+#define DEFAULT_SEGMENT     (128u << 10)
+#define DEFAULT_BUDGET      (64u << 20)
+#define DEFAULT_MAX_IO      (1u << 20)
+#define DEFAULT_RA_MAX      (4u << 20)
+#define DEFAULT_THREADS     2u
+#define DEFAULT_SMALL_FILE  (256u << 10)
+#define MAX_THREADS         64u
+#define MAX_SEGMENT         (64u << 20)
+#define MMAP_MIN_SEGMENT    (64u << 10)
+
+static unsigned log2_exact(size_t v)
+{
+	unsigned s = 0;
+
+	while ((1ull << s) < v)
+		s++;
+	return s;
+}
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,
 		    struct cairn_cache **out)
 {
-	struct cairn_cache *c = calloc(1, sizeof(*c));
+	struct cairn_cache_config d = { 0 };
+	struct cairn_cache *c;
+	size_t S;
+	int rc;
 
+	if (!dev || !out)
+		return -EINVAL;
+	if (cfg)
+		d = *cfg;
+	S = d.segment_size ? d.segment_size : DEFAULT_SEGMENT;
+	if (S < 512 || S > MAX_SEGMENT || (S & (S - 1)))
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->dev = dev;
-	if (cfg)
-		c->cfg = *cfg;
+	c->dev_size = cairn_bdev_size(dev);
+	c->seg_size = S;
+	c->seg_shift = log2_exact(S);
+	c->budget = d.budget_bytes ? d.budget_bytes : DEFAULT_BUDGET;
+	c->passthrough = c->budget == CAIRN_CACHE_OFF;
+	c->max_io = (d.max_io ? d.max_io : DEFAULT_MAX_IO) / S * S;
+	if (c->max_io < S)
+		c->max_io = S;
+	c->ra_max = d.readahead_max ? d.readahead_max : DEFAULT_RA_MAX;
+	c->small_file = d.small_file ? d.small_file : DEFAULT_SMALL_FILE;
+	c->nthreads = d.threads ? d.threads : DEFAULT_THREADS;
+	if (c->nthreads > MAX_THREADS)
+		c->nthreads = MAX_THREADS;
+	c->use_mmap = S >= MMAP_MIN_SEGMENT && S % (size_t)sysconf(_SC_PAGESIZE) == 0;
+	pthread_mutex_init(&c->lru_lock, NULL);
+	pthread_mutex_init(&c->stream_lock, NULL);
+	pthread_mutex_init(&c->job_lock, NULL);
+	pthread_cond_init(&c->job_cond, NULL);
+	pthread_cond_init(&c->idle_cond, NULL);
+	if (!c->passthrough) {
+		rc = segtable_init(c);
+		if (!rc) {
+			rc = workers_start(c);
+			if (rc)
+				segtable_destroy(c);
+		}
+		if (rc) {
+			c->dev = NULL; /* the caller keeps it */
+			cairn_cache_free(c);
+			return rc;
+		}
+	}
 	*out = c;
 	return 0;
 }
@@ -30,22 +99,437 @@ void cairn_cache_free(struct cairn_cache *c)
 {
 	if (!c)
 		return;
+	workers_stop(c);
+	segtable_destroy(c);
+	pthread_mutex_destroy(&c->lru_lock);
+	pthread_mutex_destroy(&c->stream_lock);
+	pthread_mutex_destroy(&c->job_lock);
+	pthread_cond_destroy(&c->job_cond);
+	pthread_cond_destroy(&c->idle_cond);
 	cairn_bdev_close(c->dev);
 	free(c);
+}
+
+/* Copy the part of segment s that lies in [off, end) to buf (which holds off). */
+static void seg_copy(const struct cairn_cache *c, const struct seg *s, unsigned char *buf,
+		     uint64_t off, uint64_t end)
+{
+	uint64_t base = s->idx << c->seg_shift;
+	uint64_t a = off > base ? off : base;
+	uint64_t b = end < base + s->len ? end : base + s->len;
+
+	if (b > a)
+		memcpy(buf + (a - off), s->data + (a - base), (size_t)(b - a));
+}
+
+/* Account a hit on s (shard locked). Returns 1 on the first use of a
+ * speculative segment: the caller then lets the stream detector look. */
+static int note_hit(struct shard *sh, struct seg *s)
+{
+	s->referenced = 1;
+	sh->hits++;
+	if (s->from_ra) {
+		s->from_ra = 0;
+		sh->ra_used++;
+		return 1;
+	}
+	return 0;
+}
+
+static int hint_valid(const struct cairn_cache_hint *h, uint64_t off)
+{
+	return h && h->hi > h->lo && off >= h->lo && off < h->hi;
+}
+
+size_t claim_range(struct cairn_cache *c, uint64_t lo_idx, uint64_t hi_idx, struct seg_vec *out)
+{
+	uint64_t last_dev = (c->dev_size - 1) >> c->seg_shift;
+	size_t got = 0;
+
+	if (hi_idx > last_dev)
+		hi_idx = last_dev;
+	for (uint64_t idx = lo_idx; idx <= hi_idx; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		struct seg *s;
+		int full = 0;
+
+		pthread_mutex_lock(&sh->lock);
+		if (!seg_lookup(sh, idx)) {
+			s = seg_insert_fetching(c, sh, idx, 1);
+			if (!s) {
+				full = 1;
+			} else if (seg_vec_push(out, s)) {
+				seg_unhash(c, sh, s); /* nobody saw it: the lock was held */
+				free(s);
+				full = 1;
+			} else {
+				s->from_ra = 1;
+				got++;
+			}
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (full)
+			break;
+	}
+	return got;
+}
+
+void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		struct seg *dead;
+
+		pthread_mutex_lock(&sh->lock);
+		seg_unhash(c, sh, s[i]);
+		s[i]->state = SEG_FAILED;
+		s[i]->err = err;
+		dead = seg_unref_locked(s[i]); /* the table's reference */
+		pthread_cond_broadcast(&sh->cond);
+		pthread_mutex_unlock(&sh->lock);
+		if (dead)
+			seg_destroy(c, dead);
+	}
+}
+
+int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
+{
+	uint64_t off = s[0]->idx << c->seg_shift;
+	uint64_t want = (uint64_t)n << c->seg_shift;
+	uint64_t spec = 0;
+	unsigned char *tmp;
+	int err;
+
+	if (want > c->dev_size - off)
+		want = c->dev_size - off;
+	err = seg_alloc_run(c, s, n, &tmp);
+	if (!err) {
+		unsigned char *dst = tmp ? tmp : s[0]->data;
+		ssize_t r;
+
+		evict_to_budget(c);
+		r = cairn_bdev_read(c->dev, dst, (size_t)want, off);
+		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+		if (r >= 0 && (uint64_t)r == want) {
+			atomic_fetch_add_explicit(&c->bytes, want, memory_order_relaxed);
+		} else {
+			atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+			err = r < 0 ? (int)r : -EIO; /* short before the device end */
+		}
+		if (!err && tmp)
+			for (size_t i = 0; i < n; i++) {
+				uint64_t o = (uint64_t)i << c->seg_shift;
+				uint64_t l = want - o < c->seg_size ? want - o : c->seg_size;
+
+				memcpy(s[i]->data, tmp + o, (size_t)l);
+			}
+		free(tmp);
+	}
+	if (err) {
+		fail_claims(c, s, n, err);
+		return err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		uint64_t o = (uint64_t)i << c->seg_shift;
+
+		pthread_mutex_lock(&sh->lock);
+		s[i]->len = (uint32_t)(want - o < c->seg_size ? want - o : c->seg_size);
+		s[i]->state = SEG_READY;
+		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
+			s[i]->referenced = 1;
+			s[i]->from_ra = 0;
+		} else {
+			spec += s[i]->len;
+		}
+		pthread_cond_broadcast(&sh->cond);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (spec)
+		atomic_fetch_add_explicit(&c->ra_bytes, spec, memory_order_relaxed);
+	lru_add(c, s, n);
+	return 0;
+}
+
+static int cmp_seg_idx(const void *a, const void *b)
+{
+	const struct seg *x = *(struct seg *const *)a, *y = *(struct seg *const *)b;
+
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Fetch sorted claims: each run of consecutive segments, up to max_io, is one request. */
+static int fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+			uint64_t own_hi)
+{
+	size_t per = c->max_io >> c->seg_shift;
+	int err = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t k = 1;
+		int rc;
+
+		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
+			k++;
+		rc = fetch_run(c, s + i, k, own_lo, own_hi);
+		if (rc && !err)
+			err = rc;
+		i += k;
+	}
+	return err;
+}
+
+/* Claim and queue the readahead a plan asks for, from `from` on. */
+static void start_readahead(struct cairn_cache *c, const struct ra_plan *p, uint64_t from)
+{
+	uint64_t lo = p->ra_lo > from ? p->ra_lo : from;
+	struct seg_vec v;
+
+	if (p->ra_hi <= lo)
+		return;
+	seg_vec_init(&v);
+	claim_range(c, lo >> c->seg_shift, (p->ra_hi - 1) >> c->seg_shift, &v);
+	queue_claims(c, v.v, v.n);
+	seg_vec_free(&v);
+}
+
+/* Extend a missing read: small files whole, the rest of a nearly read file,
+ * and a sequential stream up to the next max_io boundary. */
+static void plan_sync(const struct cairn_cache *c, uint64_t off, uint64_t end,
+		      const struct cairn_cache_hint *hint, const struct ra_plan *p,
+		      uint64_t *want_lo, uint64_t *want_hi)
+{
+	*want_lo = off;
+	*want_hi = end;
+	if (hint_valid(hint, off)) {
+		uint64_t hhi = hint->hi < c->dev_size ? hint->hi : c->dev_size;
+
+		if (hhi - hint->lo <= c->small_file) {
+			*want_lo = hint->lo;
+			*want_hi = hhi > end ? hhi : end;
+		} else if (hhi - off <= c->small_file && hhi > end) {
+			*want_hi = hhi;
+		}
+	}
+	if (p->sync_hi > *want_hi)
+		*want_hi = p->sync_hi;
+	if (*want_hi - end > c->max_io)
+		*want_hi = end + c->max_io;
+	if (off - *want_lo > c->max_io)
+		*want_lo = off - c->max_io;
+}
+
+/* Wait for a segment someone else fetches, copy from it, drop our reference. */
+static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *buf,
+			 uint64_t off, uint64_t end)
+{
+	struct shard *sh = seg_shard(c, s->idx);
+	struct seg *dead;
+	int err = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	while (s->state == SEG_FETCHING)
+		pthread_cond_wait(&sh->cond, &sh->lock);
+	if (s->state == SEG_READY)
+		seg_copy(c, s, buf, off, end);
+	else
+		err = s->err;
+	dead = seg_unref_locked(s);
+	pthread_mutex_unlock(&sh->lock);
+	if (dead)
+		seg_destroy(c, dead);
+	return err;
+}
+
+static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off, uint64_t end,
+			 uint64_t idx, const struct cairn_cache_hint *hint, int ra_touch)
+{
+	uint64_t first = off >> c->seg_shift, last = (end - 1) >> c->seg_shift;
+	struct seg_vec own, waits, all, *fetch_list = &own;
+	struct ra_plan plan = { 0 };
+	int err = 0, miss = 0;
+
+	seg_vec_init(&own);
+	seg_vec_init(&waits);
+	for (; idx <= last; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		struct seg *s;
+
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (s && s->state == SEG_READY) {
+			ra_touch |= note_hit(sh, s);
+			seg_copy(c, s, buf, off, end);
+		} else if (s) {
+			if (seg_vec_push(&waits, s)) {
+				err = -ENOMEM;
+			} else {
+				s->refs++;
+				sh->waits++;
+				ra_touch |= note_hit(sh, s);
+			}
+		} else {
+			s = seg_insert_fetching(c, sh, idx, 2); /* table + this reader */
+			if (!s) {
+				err = -ENOMEM;
+			} else if (seg_vec_push(&own, s)) {
+				seg_unhash(c, sh, s);
+				free(s);
+				err = -ENOMEM;
+			} else {
+				sh->misses++;
+				miss = 1;
+			}
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (err)
+			break;
+	}
+
+	if (!err && (miss || ra_touch))
+		stream_consult(c, off, (size_t)(end - off), hint, &plan);
+	if (!err && miss) {
+		uint64_t want_lo, want_hi;
+
+		/* Extension claims join ours in one sorted list for fetching. Only the
+		 * table holds them, so after the fetch they may already be evicted:
+		 * afterwards we touch only our own claims (own.v), never these. */
+		plan_sync(c, off, end, hint, &plan, &want_lo, &want_hi);
+		seg_vec_init(&all);
+		for (size_t i = 0; i < own.n && !err; i++)
+			err = seg_vec_push(&all, own.v[i]);
+		if (!err && (want_lo >> c->seg_shift) < first)
+			claim_range(c, want_lo >> c->seg_shift, first - 1, &all);
+		if (!err && want_hi > (last + 1) << c->seg_shift)
+			claim_range(c, last + 1, (want_hi - 1) >> c->seg_shift, &all);
+		if (err) { /* could not list our claims: fetch them as they are */
+			seg_vec_free(&all);
+		} else {
+			qsort(all.v, all.n, sizeof(all.v[0]), cmp_seg_idx);
+			fetch_list = &all;
+		}
+	}
+	/* Our own request first (the reader is waiting on it), readahead after. */
+	if (fetch_list->n) {
+		int rc = fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
+
+		if (rc && !err)
+			err = rc;
+	}
+	if (fetch_list == &all)
+		seg_vec_free(&all);
+	if (!err && plan.ra_hi)
+		start_readahead(c, &plan, 0);
+	for (size_t i = 0; i < own.n; i++) {
+		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* READY or FAILED by now */
+
+		if (rc && !err)
+			err = rc;
+	}
+	for (size_t i = 0; i < waits.n; i++) {
+		int rc = wait_and_copy(c, waits.v[i], buf, off, end);
+
+		if (rc && !err)
+			err = rc;
+	}
+	seg_vec_free(&own);
+	seg_vec_free(&waits);
+	return err ? err : (ssize_t)(end - off);
+}
+
+static ssize_t passthrough_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = cairn_bdev_read(c->dev, buf, len, off);
+
+	atomic_fetch_add_explicit(&c->pt_reads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+	if (n < 0)
+		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&c->bytes, (uint64_t)n, memory_order_relaxed);
+	return n;
 }
 
 ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint)
 {
-	(void)hint;
-	return cairn_bdev_read(c->dev, buf, len, off);
+	uint64_t end, idx, last;
+	int ra_touch = 0;
+
+	if (off >= c->dev_size || len == 0)
+		return 0;
+	if (len > c->dev_size - off)
+		len = (size_t)(c->dev_size - off);
+	if (c->passthrough)
+		return passthrough_read(c, buf, len, off);
+	end = off + len;
+	last = (end - 1) >> c->seg_shift;
+	/* Fast path: all hits. */
+	for (idx = off >> c->seg_shift; idx <= last; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		struct seg *s;
+
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (!s || s->state != SEG_READY) {
+			pthread_mutex_unlock(&sh->lock);
+			break;
+		}
+		ra_touch |= note_hit(sh, s);
+		seg_copy(c, s, buf, off, end);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (idx <= last)
+		return slow_read(c, buf, off, end, idx, hint, ra_touch);
+	if (ra_touch) {
+		struct ra_plan plan;
+
+		stream_consult(c, off, len, hint, &plan);
+		start_readahead(c, &plan, 0);
+	}
+	return (ssize_t)len;
 }
 
-void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len) { }
-void cairn_cache_drain(struct cairn_cache *c) { }
+void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
+{
+	if (c->passthrough || off >= c->dev_size || len == 0)
+		return;
+	if (len > c->dev_size - off)
+		len = c->dev_size - off;
+	if (len > c->budget)
+		len = c->budget; /* more would only evict its own beginning */
+	queue_prefetch(c, off, len);
+}
+
+void cairn_cache_drain(struct cairn_cache *c)
+{
+	if (!c->passthrough)
+		workers_drain(c);
+}
+
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!c->passthrough)
+		for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+			struct shard *sh = &c->shards[i];
+
+			pthread_mutex_lock(&sh->lock);
+			out->hits += sh->hits; /* waits are counted in hits */
+			out->misses += sh->misses;
+			out->waits += sh->waits;
+			out->readahead_used += sh->ra_used;
+			pthread_mutex_unlock(&sh->lock);
+		}
+	out->misses += atomic_load_explicit(&c->pt_reads, memory_order_relaxed);
+	out->requests = atomic_load_explicit(&c->requests, memory_order_relaxed);
+	out->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+	out->readahead_bytes = atomic_load_explicit(&c->ra_bytes, memory_order_relaxed);
+	out->readahead_wasted = atomic_load_explicit(&c->ra_wasted, memory_order_relaxed);
+	out->evictions = atomic_load_explicit(&c->evictions, memory_order_relaxed);
+	out->resident_bytes = atomic_load_explicit(&c->resident, memory_order_relaxed);
+	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
 }
+
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c) { return c->dev; }
-size_t cairn_cache_segment_size(const struct cairn_cache *c) { return 4096; }
+size_t cairn_cache_segment_size(const struct cairn_cache *c) { return c->seg_size; }

@@ -171,10 +171,35 @@ static int name_eq(void *ctx, uint64_t val)
 	       !memcmp(mk_str(k->m, e->name), k->name, k->len);
 }
 
+/*
+ * The (dir, name) index is built on the first lookup: a plain directory scan
+ * never needs it (host names are unique), and inserting a million names into a
+ * hash table costs more than the rest of the scan's user time.
+ */
+static int names_index(struct cairn_mkfs *m)
+{
+	if (m->names_active)
+		return 0;
+	for (size_t i = 0; i < m->entries.n; i++) {
+		struct mk_entry *e = mk_ent(m, (uint32_t)i);
+		if (mk_map_put(&m->names, name_hash(e->dir, mk_str(m, e->name), e->name_len), i)) {
+			mk_map_free(&m->names);
+			return -ENOMEM;
+		}
+	}
+	m->names_active = 1;
+	return 0;
+}
+
 uint32_t mk_lookup(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len)
 {
 	struct name_key k = { m, dir, name, len };
 	uint64_t v;
+
+	if (names_index(m)) {
+		m->oom = 1; /* reported by the next mk_link */
+		return MK_NONE;
+	}
 
 	if (mk_map_find(&m->names, name_hash(dir, name, len), name_eq, &k, &v))
 		return (uint32_t)v;
@@ -182,7 +207,7 @@ uint32_t mk_lookup(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t 
 }
 
 int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, uint32_t ino,
-	    const char *guest_path)
+	    const char *guest_path, int fresh)
 {
 	if (len == 0 || len > CAIRN_NAME_MAX)
 		return mk_err(m, -ENAMETOOLONG, "%s: name longer than %u bytes", guest_path,
@@ -190,7 +215,9 @@ int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, ui
 	if (memchr(name, '/', len) || (len == 1 && name[0] == '.') ||
 	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return mk_err(m, -EINVAL, "%s: invalid name", guest_path);
-	uint32_t e = mk_lookup(m, dir, name, len);
+	uint32_t e = fresh ? MK_NONE : mk_lookup(m, dir, name, len);
+	if (m->oom)
+		return mk_err(m, -ENOMEM, "out of memory");
 	if (e != MK_NONE) {
 		mk_ent(m, e)->inode = ino;
 		return 0;
@@ -208,7 +235,7 @@ int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, ui
 	ent->next = d->first_child;
 	d->first_child = idx;
 	d->nchild++;
-	if (mk_map_put(&m->names, name_hash(dir, name, len), idx))
+	if (m->names_active && mk_map_put(&m->names, name_hash(dir, name, len), idx))
 		return mk_err(m, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -286,7 +313,7 @@ static int walk_dirs(struct cairn_mkfs *m, uint32_t cur, const char *path, size_
 		if (e == MK_NONE) {
 			int rc = mk_synth(m, S_IFDIR | 0755, &ino);
 			if (!rc)
-				rc = mk_link(m, cur, c, cl, ino, shown);
+				rc = mk_link(m, cur, c, cl, ino, shown, 1);
 			if (rc)
 				return rc;
 			mk_ino(m, ino)->parent = cur;
@@ -474,7 +501,7 @@ int cairn_mkfs_add_symlink(struct cairn_mkfs *m, const char *guest_path, const c
 	in->str = (uint64_t)off;
 	in->str_len = (uint32_t)tl;
 	in->size = tl;
-	return mk_link(m, dir, name, nl, ino, guest_path);
+	return mk_link(m, dir, name, nl, ino, guest_path, 0);
 }
 
 /* ---- manifests ---- */

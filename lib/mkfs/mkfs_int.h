@@ -93,7 +93,9 @@ struct cairn_mkfs {
 	struct mk_vec entries; /* struct mk_entry */
 	struct mk_vec xattrs;  /* struct mk_xattr */
 	struct mk_vec exts;    /* struct mk_ext */
-	struct mk_map names;   /* (dir, name) -> entry index */
+	struct mk_map names;   /* (dir, name) -> entry index, built on first lookup */
+	int names_active;      /* names is built and kept up to date */
+	int oom;               /* building names failed */
 	struct mk_map hardlinks; /* (st_dev, st_ino) -> index into hl */
 	struct mk_vec hl;      /* struct mk_hardlink */
 	uint32_t root;         /* inode index of "/" */
@@ -124,9 +126,10 @@ int64_t mk_arena_str(struct cairn_mkfs *m, const void *s, size_t len); /* NUL ad
 /* Tree (mkfs.c). */
 int mk_inode_new(struct cairn_mkfs *m, uint32_t *out);
 uint32_t mk_lookup(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len);
-/* Bind `name` in directory `dir` to inode `ino`, replacing an existing entry. */
+/* Bind `name` in directory `dir` to inode `ino`, replacing an existing entry.
+ * `fresh`: the caller knows the name is not there yet (skips the lookup). */
 int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, uint32_t ino,
-	    const char *guest_path);
+	    const char *guest_path, int fresh);
 void mk_apply_opts(struct cairn_mkfs *m, struct mk_inode *in);
 
 /* Host scanning (scan.c). `follow`: stat the top object through a symlink. */

@@ -434,9 +434,9 @@ static int scan_leaf(struct cairn_mkfs *m, int dfd, const char *at, const char *
 
 /* A directory inode for `name` in `dir`: the existing one (merge) or a new one. */
 static int dir_inode(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t nl,
-		     const char *guest, uint32_t *out)
+		     const char *guest, int fresh, uint32_t *out)
 {
-	uint32_t e = mk_lookup(m, dir, name, nl);
+	uint32_t e = fresh ? MK_NONE : mk_lookup(m, dir, name, nl);
 	int rc;
 
 	if (e != MK_NONE && S_ISDIR(mk_ino(m, mk_ent(m, e)->inode)->mode)) {
@@ -446,7 +446,7 @@ static int dir_inode(struct cairn_mkfs *m, uint32_t dir, const char *name, size_
 	if ((rc = mk_inode_new(m, out)))
 		return rc;
 	mk_ino(m, *out)->parent = dir;
-	return mk_link(m, dir, name, nl, *out, guest);
+	return mk_link(m, dir, name, nl, *out, guest, fresh);
 }
 
 struct sub {
@@ -521,6 +521,9 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 	char **names = NULL;
 	size_t n = 0, nsub = 0;
 	struct sub *subs = NULL;
+	/* A directory with no entries yet (the common case) needs no lookups:
+	 * host names are unique. */
+	int fresh = mk_ino(m, dir)->nchild == 0;
 	rc = read_names(m, d, host, &names, &n);
 	if (!rc && n && !(subs = malloc(n * sizeof(*subs))))
 		rc = mk_err(m, -ENOMEM, "out of memory");
@@ -540,7 +543,7 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 		} else if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW)) {
 			rc = mk_err(m, -errno, "%s: %s", h, strerror(errno));
 		} else if (S_ISDIR(st.st_mode)) {
-			rc = dir_inode(m, dir, names[i], nl, g, &ino);
+			rc = dir_inode(m, dir, names[i], nl, g, fresh, &ino);
 			if (!rc) {
 				fill_attrs(m, mk_ino(m, ino), &st);
 				subs[nsub].ino = ino;
@@ -550,7 +553,7 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 		} else {
 			rc = scan_leaf(m, dirfd(d), names[i], h, &st, 0, &ino);
 			if (!rc)
-				rc = mk_link(m, dir, names[i], nl, ino, g);
+				rc = mk_link(m, dir, names[i], nl, ino, g, fresh);
 		}
 		free(g);
 		free(h);
@@ -603,7 +606,7 @@ int mk_scan_path(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t na
 		return mk_err(m, -errno, "%s: %s", host,
 			      errno == ELOOP ? "symlink loop" : strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
-		if ((rc = dir_inode(m, dir, name, name_len, guest, &ino)))
+		if ((rc = dir_inode(m, dir, name, name_len, guest, 0, &ino)))
 			return rc;
 		return mk_scan_tree_into(m, ino, host, guest, recurse);
 	}
@@ -611,5 +614,5 @@ int mk_scan_path(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t na
 		return mk_err(m, -ENOTDIR, "%s: not a directory", host);
 	if ((rc = scan_leaf(m, AT_FDCWD, host, host, &st, follow, &ino)))
 		return rc;
-	return mk_link(m, dir, name, name_len, ino, guest);
+	return mk_link(m, dir, name, name_len, ino, guest, 0);
 }

@@ -523,6 +523,8 @@ static int read_order(struct layout *l, struct mk_vec *list)
 	}
 	rc = cairn_order_parse(text, (size_t)st.st_size, order_path, &c);
 	free(text);
+	if (!rc && m->oom)
+		rc = mk_err(m, -ENOMEM, "out of memory");
 	if (!rc && c.missing && m->o.warn) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s: %llu path(s) not in the image, ignored (first: %s)",
@@ -633,41 +635,98 @@ static void fill_inode(struct layout *l, struct mk_inode *in, struct cairn_disk_
 	d->alloc_blocks = cairn_le64(in->blocks);
 }
 
-static void fill_meta(struct layout *l, uint8_t *meta)
+/*
+ * The metadata is produced in image order through a 1 MiB window: each full
+ * 4 KiB block is checksummed and the window written out, so memory does not
+ * hold a second copy of the metadata.
+ */
+struct meta_out {
+	struct layout *l;
+	uint8_t *buf;           /* COPY_BUF bytes */
+	size_t fill;
+	uint64_t off;           /* image offset of buf[0] */
+	uint64_t *csum;
+	uint64_t block;         /* next checksum index */
+	int rc;
+};
+
+static void meta_flush(struct meta_out *w)
+{
+	if (w->rc || !w->fill)
+		return;
+	for (size_t b = 0; b < w->fill; b += CAIRN_BLOCK_SIZE)
+		w->csum[w->block++] = cairn_le64(XXH3_64bits(w->buf + b, CAIRN_BLOCK_SIZE));
+	w->rc = pwrite_full(w->l->fd, w->buf, w->fill, w->off);
+	w->off += w->fill;
+	w->fill = 0;
+}
+
+static void meta_emit(struct meta_out *w, const void *p, size_t n)
+{
+	while (n && !w->rc) {
+		size_t k = COPY_BUF - w->fill < n ? COPY_BUF - w->fill : n;
+		memcpy(w->buf + w->fill, p, k);
+		w->fill += k;
+		p = (const char *)p + k;
+		n -= k;
+		if (w->fill == COPY_BUF)
+			meta_flush(w);
+	}
+}
+
+/* Zeros up to the image offset `to` (the next table, or the end). */
+static void meta_pad(struct meta_out *w, uint64_t to)
+{
+	static const uint8_t zero[CAIRN_BLOCK_SIZE];
+
+	while (!w->rc && w->off + w->fill < to) {
+		uint64_t k = to - (w->off + w->fill);
+		meta_emit(w, zero, k < sizeof(zero) ? (size_t)k : sizeof(zero));
+	}
+}
+
+static void emit_meta(struct layout *l, struct meta_out *w)
 {
 	struct cairn_mkfs *m = l->m;
-	uint64_t ei = 0;
+	struct cairn_disk_inode d;
 
+	memset(&d, 0, sizeof(d));
+	meta_emit(w, &d, sizeof(d)); /* inode 0 */
 	for (uint64_t i = 1; i < l->by_ino.n; i++) {
-		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
-		struct cairn_disk_inode *d =
-			(void *)(meta + l->inode_off - l->meta_off + i * CAIRN_INODE_SIZE);
-		fill_inode(l, in, d);
-		if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_EXTENTS)) {
-			for (uint32_t j = 0; j < in->ext_n; j++, ei++) {
-				struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, in->ext_first + j);
-				struct cairn_disk_extent *de =
-					(void *)(meta + l->extent_off - l->meta_off + ei * CAIRN_EXTENT_SIZE);
-				de->file_off = cairn_le64(e->file_off);
-				de->disk_off = cairn_le64(e->disk_off);
-				de->len = cairn_le64(e->len);
-			}
-		}
+		memset(&d, 0, sizeof(d));
+		fill_inode(l, mk_ino(m, *by_ino(l, i)), &d);
+		meta_emit(w, &d, sizeof(d));
 	}
-	if (l->xent.n)
-		memcpy(meta + l->xattr_off - l->meta_off, l->xent.p, l->xent.n * CAIRN_XATTR_SIZE);
+	meta_pad(w, l->dirent_off);
 	for (uint64_t i = 0; i < l->dirents.n; i++) {
 		struct mk_entry *e = mk_ent(m, *MK_AT(&l->dirents, uint32_t, i));
 		struct mk_inode *t = mk_ino(m, e->inode);
-		struct cairn_disk_dirent *d =
-			(void *)(meta + l->dirent_off - l->meta_off + i * CAIRN_DIRENT_SIZE);
-		d->name_ref = cairn_le64(*MK_AT(&l->dname, uint64_t, i));
-		d->ino = cairn_le32(t->ino);
-		d->name_len = (uint8_t)e->name_len;
-		d->type = dtype(t->mode);
+		struct cairn_disk_dirent de;
+		memset(&de, 0, sizeof(de));
+		de.name_ref = cairn_le64(*MK_AT(&l->dname, uint64_t, i));
+		de.ino = cairn_le32(t->ino);
+		de.name_len = (uint8_t)e->name_len;
+		de.type = dtype(t->mode);
+		meta_emit(w, &de, sizeof(de));
 	}
-	if (l->blob.n)
-		memcpy(meta + l->blob_off - l->meta_off, l->blob.p, l->blob.n);
+	meta_pad(w, l->xattr_off);
+	meta_emit(w, l->xent.p, l->xent.n * CAIRN_XATTR_SIZE);
+	meta_pad(w, l->extent_off);
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
+		if (!S_ISREG(in->mode) || !(in->flags & CAIRN_IF_EXTENTS))
+			continue;
+		for (uint32_t j = 0; j < in->ext_n; j++) {
+			struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, in->ext_first + j);
+			struct cairn_disk_extent de = { cairn_le64(e->file_off),
+							cairn_le64(e->disk_off), cairn_le64(e->len) };
+			meta_emit(w, &de, sizeof(de));
+		}
+	}
+	meta_pad(w, l->blob_off);
+	meta_emit(w, l->blob.p, l->blob.n);
+	meta_pad(w, l->meta_off + l->meta_len);
+	meta_flush(w);
 }
 
 static void count_stats(struct layout *l)
@@ -701,18 +760,20 @@ static int write_meta(struct layout *l, uint64_t image_size)
 {
 	struct cairn_mkfs *m = l->m;
 	uint64_t nblocks = l->meta_len / CAIRN_BLOCK_SIZE;
-	uint8_t *meta = calloc(1, l->meta_len);
 	uint64_t *csum = calloc(nblocks ? nblocks : 1, 8);
 	uint8_t *sb = calloc(1, CAIRN_BLOCK_SIZE);
 	int rc = 0;
 
-	if (!meta || !csum || !sb) {
+	if (!csum || !sb) {
 		rc = mk_err(m, -ENOMEM, "out of memory");
 		goto out;
 	}
-	fill_meta(l, meta);
-	for (uint64_t b = 0; b < nblocks; b++)
-		csum[b] = cairn_le64(XXH3_64bits(meta + b * CAIRN_BLOCK_SIZE, CAIRN_BLOCK_SIZE));
+	struct meta_out w = { l, (uint8_t *)l->buf, 0, l->meta_off, csum, 0, 0 };
+	emit_meta(l, &w);
+	if (w.rc) {
+		rc = write_err(l, w.rc);
+		goto out;
+	}
 
 	struct cairn_disk_super *s = (struct cairn_disk_super *)sb;
 	uint32_t compat = CAIRN_COMPAT_FILE_HASH, incompat = 0;
@@ -761,12 +822,10 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	s->super_hash = 0;
 	s->super_hash = cairn_le64(XXH3_64bits(s, CAIRN_SUPER_SIZE));
 
-	if ((rc = pwrite_full(l->fd, meta, l->meta_len, l->meta_off)) ||
-	    (rc = pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
+	if ((rc = pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
 	    (rc = pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
 		rc = write_err(l, rc);
 out:
-	free(meta);
 	free(csum);
 	free(sb);
 	return rc;

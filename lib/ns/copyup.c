@@ -80,9 +80,12 @@ static int copy_xattrs(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper
 		return -ENOMEM;
 	len = cairn_image_listxattr(ns->img, lower, names, (size_t)len);
 	for (ssize_t i = 0; len > 0 && i < len; i += (ssize_t)strlen(names + i) + 1) {
-		ssize_t vl = cairn_image_getxattr(ns->img, lower, names + i, NULL, 0);
+		ssize_t vl;
 		char *nv;
 
+		if (ns_reserved_xattr(names + i))
+			continue;
+		vl = cairn_image_getxattr(ns->img, lower, names + i, NULL, 0);
 		if (vl < 0) {
 			rc = (int)vl;
 			break;
@@ -159,6 +162,13 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 		rc = copy_data(ns, lower, st->ino, ls.size);
 	if (!rc)
 		rc = copy_xattrs(ns, lower, st->ino);
+	if (!rc && ns->overlay) {
+		uint64_t origin = lower;
+
+		/* Best effort: without it only the inode number of a forgotten and
+		 * re-looked-up copy would change. */
+		cairn_ramfs_setxattr(ns->ram, st->ino, NS_XATTR_ORIGIN, &origin, sizeof(origin), 0);
+	}
 	if (!rc) {
 		memset(&sa, 0, sizeof(sa));
 		sa.valid = CAIRN_SET_UID | CAIRN_SET_GID | CAIRN_SET_ATIME | CAIRN_SET_MTIME |

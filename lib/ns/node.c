@@ -155,8 +155,13 @@ struct ns_node *ns_node_new(struct cairn_ns *ns, struct ns_node *parent, const c
 	n->name[len] = 0;
 	n->name_len = len;
 	n->parent = parent;
-	if (parent)
+	if (parent) {
 		parent->pins++;
+		n->all_next = ns->all;
+		if (ns->all)
+			ns->all->all_prev = n;
+		ns->all = n;
+	}
 	ns->nodes++;
 	return n;
 }
@@ -183,6 +188,12 @@ static void node_free(struct cairn_ns *ns, struct ns_node *n)
 		ns_table_del(ns, n);
 		if (ns_has_upper(n))
 			cairn_ramfs_forget(ns->ram, n->upper, 1);
+		if (n->all_prev)
+			n->all_prev->all_next = n->all_next;
+		else
+			ns->all = n->all_next;
+		if (n->all_next)
+			n->all_next->all_prev = n->all_prev;
 		free(n->name);
 		free(n);
 		ns->nodes--;
@@ -205,22 +216,14 @@ void ns_node_put(struct cairn_ns *ns, struct ns_node *n, uint64_t nlookup)
  * dropped one by one. */
 void ns_node_free_all(struct cairn_ns *ns)
 {
-	for (int t = 0; t < 2; t++) {
-		struct ns_table *tab = t ? &ns->upper_tab : &ns->lower_tab;
+	struct ns_node *n = ns->all, *next;
 
-		for (size_t i = 0; i <= tab->mask; i++) {
-			struct ns_node *n = tab->b[i], *next;
-
-			for (; n; n = next) {
-				next = *chain_next(n, t);
-				if (n == ns->root || (!t && n->keyed_upper))
-					continue; /* freed with the upper table */
-				free(n->name);
-				free(n);
-			}
-			tab->b[i] = NULL;
-		}
+	for (; n; n = next) {
+		next = n->all_next;
+		free(n->name);
+		free(n);
 	}
+	ns->all = NULL;
 }
 
 int ns_node_rename(struct cairn_ns *ns, struct ns_node *n, struct ns_node *parent,

@@ -220,6 +220,13 @@ static int get_node(struct cairn_ns *ns, struct ns_node *parent, const char *nam
 	}
 	n->tmp = parent->tmp || (up && is_tmp_root(ns, up->ino));
 	n->st_ino = has_lower ? lower : up->ino + ns->ino_offset;
+	if (!has_lower && ns->img && ns->overlay) {
+		uint64_t origin;
+
+		if (cairn_ramfs_getxattr(ns->ram, up->ino, NS_XATTR_ORIGIN, &origin,
+					 sizeof(origin)) == sizeof(origin))
+			n->st_ino = origin;
+	}
 	ns_node_add(ns, n, share_lower);
 	*out = n;
 	return 0;
@@ -1080,12 +1087,19 @@ int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out)
 
 /* ---- xattrs ---- */
 
+int ns_reserved_xattr(const char *name)
+{
+	return !strncmp(name, NS_XATTR_PREFIX, sizeof(NS_XATTR_PREFIX) - 1);
+}
+
 int cairn_ns_setxattr(struct cairn_ns *ns, uint64_t node, const char *name, const void *value,
 		      size_t size, int flags)
 {
 	struct ns_node *n = ns_node_get(ns, node);
 	int rc;
 
+	if (ns_reserved_xattr(name))
+		return -EPERM;
 	pthread_mutex_lock(&ns->lock);
 	rc = prep_write(ns, n);
 	pthread_mutex_unlock(&ns->lock);
@@ -1097,9 +1111,41 @@ ssize_t cairn_ns_getxattr(struct cairn_ns *ns, uint64_t node, const char *name, 
 {
 	struct ns_node *n = ns_node_get(ns, node);
 
+	if (ns_reserved_xattr(name))
+		return -ENODATA;
 	if (ns_has_upper(n))
 		return cairn_ramfs_getxattr(ns->ram, n->upper, name, buf, size);
 	return cairn_image_getxattr(ns->img, n->lower, name, buf, size);
+}
+
+/* The RAM layer's list without the namespace's own names. */
+static ssize_t list_upper_xattrs(struct cairn_ns *ns, cairn_ino_t ino, char *buf, size_t size)
+{
+	ssize_t len = cairn_ramfs_listxattr(ns->ram, ino, NULL, 0);
+	size_t out = 0;
+	char *all;
+
+	if (len <= 0)
+		return len;
+	all = malloc((size_t)len);
+	if (!all)
+		return -ENOMEM;
+	len = cairn_ramfs_listxattr(ns->ram, ino, all, (size_t)len);
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(all + i) + 1) {
+		size_t l = strlen(all + i) + 1;
+
+		if (ns_reserved_xattr(all + i))
+			continue;
+		if (size && out + l > size) {
+			free(all);
+			return -ERANGE;
+		}
+		if (size)
+			memcpy(buf + out, all + i, l);
+		out += l;
+	}
+	free(all);
+	return len < 0 ? len : (ssize_t)out;
 }
 
 ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t size)
@@ -1107,7 +1153,7 @@ ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t
 	struct ns_node *n = ns_node_get(ns, node);
 
 	if (ns_has_upper(n))
-		return cairn_ramfs_listxattr(ns->ram, n->upper, buf, size);
+		return list_upper_xattrs(ns, n->upper, buf, size);
 	return cairn_image_listxattr(ns->img, n->lower, buf, size);
 }
 
@@ -1116,6 +1162,8 @@ int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name)
 	struct ns_node *n = ns_node_get(ns, node);
 	int rc;
 
+	if (ns_reserved_xattr(name))
+		return -EPERM;
 	pthread_mutex_lock(&ns->lock);
 	rc = prep_write(ns, n);
 	pthread_mutex_unlock(&ns->lock);

@@ -27,6 +27,7 @@ struct ns_node {
 	unsigned keyed_lower : 1;   /* in the lower table */
 	unsigned keyed_upper : 1;   /* in the upper table */
 	struct ns_node *next_lower, *next_upper; /* hash chains */
+	struct ns_node *all_prev, *all_next;     /* every node, for teardown */
 };
 
 /* Node tables: image inode -> node, RAM inode -> node. */
@@ -47,6 +48,7 @@ struct cairn_ns {
 	struct cairn_ramfs *ram;    /* NULL when read-only */
 	int overlay;                /* whole tree writable */
 	struct ns_node *root;
+	struct ns_node *all;        /* list of every node but the root */
 	struct ns_table lower_tab, upper_tab;
 	struct ns_set opaque;       /* upper dirs that hide the image below them */
 	cairn_ino_t *tmp_roots;     /* RAM inodes of the tmp= subtrees */
@@ -111,5 +113,12 @@ int ns_dlist_read(struct cairn_ns *ns, int upper, cairn_ino_t dir, uint64_t cook
 void ns_dlist_free(struct ns_dlist *l);
 
 #define NS_WHITEOUT_MODE (S_IFCHR | 0)
+
+/* A copied-up RAM inode remembers the image inode it came from, so its inode
+ * number stays the same after the node is forgotten and looked up again. Names
+ * under this prefix are the namespace's own and hidden from users. */
+#define NS_XATTR_PREFIX "trusted.cairn."
+#define NS_XATTR_ORIGIN "trusted.cairn.origin"
+int ns_reserved_xattr(const char *name);
 
 #endif

@@ -158,6 +158,29 @@ int ramfs_dir_add(struct cairn_ramfs *fs, struct ramfs_inode *dir, const char *n
 	return 0;
 }
 
+/* After many removals, give the indexes' memory back (a directory that once held
+ * 100 000 entries should not keep their buckets). Failure to shrink is harmless. */
+static void dir_shrink(struct cairn_ramfs *fs, struct ramfs_dir *d)
+{
+	if (d->nbuckets > 8 && d->count < d->nbuckets / 8)
+		(void)dir_rehash(fs, d, d->nbuckets / 4);
+	if (d->order_cap > 16 && d->norder - d->count > d->count) {
+		dir_compact(d);
+		if (d->norder < d->order_cap / 4) {
+			uint32_t cap = d->order_cap / 2;
+			struct ramfs_order *o = realloc(d->order, cap * sizeof(*o));
+
+			if (o) {
+				atomic_fetch_sub_explicit(&fs->meta_bytes,
+							  (d->order_cap - cap) * sizeof(*o),
+							  memory_order_relaxed);
+				d->order = o;
+				d->order_cap = cap;
+			}
+		}
+	}
+}
+
 static void dir_del(struct cairn_ramfs *fs, struct ramfs_dir *d, struct ramfs_dirent *de)
 {
 	struct ramfs_dirent **pp = &d->buckets[de->hash & (d->nbuckets - 1)];
@@ -168,6 +191,7 @@ static void dir_del(struct cairn_ramfs *fs, struct ramfs_dir *d, struct ramfs_di
 	d->order[de->pos].de = NULL;
 	d->count--;
 	ramfs_meta_free(fs, de, dirent_size(de->len));
+	dir_shrink(fs, d);
 }
 
 /* Free the entries (not the inodes they name) and the indexes; idempotent. */

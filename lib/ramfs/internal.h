@@ -7,10 +7,13 @@
  *                    nlink changes. Lookups and readdir read-lock it, everything
  *                    that adds, removes or moves a name write-locks it.
  *   inode->lock      rwlock over one inode's attributes, data and xattrs. Read and
- *                    write take only this (plus a brief table read lock), so
- *                    readers of different files never meet. At most one inode
- *                    lock is held at a time.
- *   fs->table_lock   rwlock over the ino -> inode table and its free list.
+ *                    write take only this (the ino -> inode table is read without
+ *                    a lock), so readers of different files never meet. At most
+ *                    one inode lock is held at a time.
+ *   fs->table_lock   mutex over changes to the ino -> inode table and its free
+ *                    list. Readers load slots atomically: pages of slots never
+ *                    move, and a grown page directory is published atomically
+ *                    (old ones are kept until the fs is freed).
  * Counters (space, inodes, meta bytes) are atomics and need no lock.
  *
  * Lifetime: inode->refs = names (dirents pointing at it) + open handles + lookup
@@ -38,6 +41,17 @@ struct rt_node { void *slot[RT_FAN]; };
 struct ramfs_tree { void *root; unsigned height; };
 
 struct ramfs_inode;
+
+/* The inode table: fixed pages of slots under a directory that is replaced
+ * (never changed in place) when it grows. */
+#define TABLE_PAGE_SHIFT 10
+#define TABLE_PAGE (1u << TABLE_PAGE_SHIFT)
+struct ramfs_tpage { _Atomic uintptr_t slot[TABLE_PAGE]; };
+struct ramfs_tdir {
+	struct ramfs_tdir *retired;     /* the directory this one replaced */
+	uint64_t npages;
+	_Atomic(struct ramfs_tpage *) page[];
+};
 
 struct ramfs_dirent {
 	struct ramfs_dirent *hnext;     /* hash chain */
@@ -85,10 +99,10 @@ struct ramfs_inode {
 
 struct cairn_ramfs {
 	pthread_rwlock_t ns_lock;
-	pthread_rwlock_t table_lock;
+	pthread_mutex_t table_lock;
 	/* Table slot: an inode pointer, or (next_free << 1 | 1) on the free list. */
-	uintptr_t *table;
-	uint64_t table_cap, free_head;  /* free_head 0 = none */
+	_Atomic(struct ramfs_tdir *) tdir;
+	uint64_t table_cap, free_head;  /* slots in use or free; free_head 0 = none */
 	struct ramfs_inode *root;
 
 	size_t chunk_size;

@@ -98,26 +98,50 @@ static int reserve_inode(struct cairn_ramfs *fs)
 	return 0;
 }
 
-/* Grow the table (doubling; it holds pointers only). Called with table_lock held. */
+static struct ramfs_tpage *table_page(struct ramfs_tdir *d, uint64_t p)
+{
+	return atomic_load_explicit(&d->page[p], memory_order_acquire);
+}
+
+static _Atomic uintptr_t *table_slot(struct ramfs_tdir *d, uint64_t ino)
+{
+	return &table_page(d, ino >> TABLE_PAGE_SHIFT)->slot[ino & (TABLE_PAGE - 1)];
+}
+
+/* Add a page of slots (and a bigger directory when full). Called with table_lock. */
 static int table_grow(struct cairn_ramfs *fs)
 {
-	uint64_t cap = fs->table_cap ? fs->table_cap * 2 : 64;
-	uintptr_t *t = realloc(fs->table, cap * sizeof(*t));
+	struct ramfs_tdir *d = atomic_load_explicit(&fs->tdir, memory_order_relaxed);
+	uint64_t used = fs->table_cap >> TABLE_PAGE_SHIFT;
+	struct ramfs_tpage *pg;
 
-	if (!t)
+	if (!d || used == d->npages) {
+		uint64_t np = d ? d->npages * 2 : 4;
+		struct ramfs_tdir *nd = ramfs_meta_calloc(fs, sizeof(*nd) + np * sizeof(nd->page[0]));
+
+		if (!nd)
+			return -ENOMEM;
+		nd->npages = np;
+		for (uint64_t p = 0; p < used; p++)
+			atomic_init(&nd->page[p], table_page(d, p));
+		nd->retired = d;
+		/* Readers still holding d keep reading valid pages: d is freed with
+		 * the fs, and the pages themselves never move. */
+		atomic_store_explicit(&fs->tdir, nd, memory_order_release);
+		d = nd;
+	}
+	pg = ramfs_meta_calloc(fs, sizeof(*pg));
+	if (!pg)
 		return -ENOMEM;
-	atomic_fetch_add_explicit(&fs->meta_bytes, (cap - fs->table_cap) * sizeof(*t),
-				  memory_order_relaxed);
+	atomic_store_explicit(&d->page[used], pg, memory_order_release);
 	/* Chain the new slots onto the free list, lowest number first. Slot 0 is
 	 * never used: 0 is not a valid inode number. */
-	for (uint64_t i = cap - 1; i >= fs->table_cap && i > 0; i--) {
-		t[i] = TABLE_FREE(fs->free_head);
+	for (uint64_t i = fs->table_cap + TABLE_PAGE - 1; i >= fs->table_cap && i > 0; i--) {
+		atomic_store_explicit(&pg->slot[i & (TABLE_PAGE - 1)], TABLE_FREE(fs->free_head),
+				      memory_order_relaxed);
 		fs->free_head = i;
 	}
-	if (!fs->table_cap)
-		t[0] = 0;
-	fs->table = t;
-	fs->table_cap = cap;
+	fs->table_cap += TABLE_PAGE;
 	return 0;
 }
 
@@ -125,37 +149,41 @@ static int table_insert(struct cairn_ramfs *fs, struct ramfs_inode *n)
 {
 	int err = 0;
 
-	pthread_rwlock_wrlock(&fs->table_lock);
+	pthread_mutex_lock(&fs->table_lock);
 	if (!fs->free_head)
 		err = table_grow(fs);
 	if (!err) {
+		struct ramfs_tdir *d = atomic_load_explicit(&fs->tdir, memory_order_relaxed);
 		uint64_t ino = fs->free_head;
+		_Atomic uintptr_t *slot = table_slot(d, ino);
 
-		fs->free_head = fs->table[ino] >> 1;
-		fs->table[ino] = (uintptr_t)n;
+		fs->free_head = atomic_load_explicit(slot, memory_order_relaxed) >> 1;
 		n->ino = ino;
+		atomic_store_explicit(slot, (uintptr_t)n, memory_order_release);
 	}
-	pthread_rwlock_unlock(&fs->table_lock);
+	pthread_mutex_unlock(&fs->table_lock);
 	return err;
 }
 
 static void table_remove(struct cairn_ramfs *fs, cairn_ino_t ino)
 {
-	pthread_rwlock_wrlock(&fs->table_lock);
-	fs->table[ino] = TABLE_FREE(fs->free_head);
+	pthread_mutex_lock(&fs->table_lock);
+	atomic_store_explicit(table_slot(atomic_load_explicit(&fs->tdir, memory_order_relaxed), ino),
+			      TABLE_FREE(fs->free_head), memory_order_release);
 	fs->free_head = ino;
-	pthread_rwlock_unlock(&fs->table_lock);
+	pthread_mutex_unlock(&fs->table_lock);
 }
 
+/* Lock-free: the hot path of every read and write. */
 struct ramfs_inode *ramfs_get(struct cairn_ramfs *fs, cairn_ino_t ino)
 {
-	struct ramfs_inode *n = NULL;
+	struct ramfs_tdir *d = atomic_load_explicit(&fs->tdir, memory_order_acquire);
+	uintptr_t v;
 
-	pthread_rwlock_rdlock(&fs->table_lock);
-	if (ino < fs->table_cap && fs->table[ino] && !(fs->table[ino] & 1u))
-		n = (struct ramfs_inode *)fs->table[ino];
-	pthread_rwlock_unlock(&fs->table_lock);
-	return n;
+	if (!d || (ino >> TABLE_PAGE_SHIFT) >= d->npages || !table_page(d, ino >> TABLE_PAGE_SHIFT))
+		return NULL;
+	v = atomic_load_explicit(table_slot(d, ino), memory_order_acquire);
+	return v && !(v & 1u) ? (struct ramfs_inode *)v : NULL;
 }
 
 int ramfs_inode_new(struct cairn_ramfs *fs, uint32_t mode, uint32_t uid, uint32_t gid,
@@ -278,7 +306,7 @@ int cairn_ramfs_new(const struct cairn_ramfs_config *cfg, struct cairn_ramfs **o
 	fs->inode_limit = cfg->inode_limit;
 	fs->zero_chunk = calloc(1, cs);
 	pthread_rwlock_init(&fs->ns_lock, NULL);
-	pthread_rwlock_init(&fs->table_lock, NULL);
+	pthread_mutex_init(&fs->table_lock, NULL);
 	err = fs->zero_chunk ? 0 : -ENOMEM;
 	if (!err) {
 		uint32_t perm = cfg->root_mode ? cfg->root_mode & 07777 : 01777;
@@ -298,34 +326,50 @@ int cairn_ramfs_new(const struct cairn_ramfs_config *cfg, struct cairn_ramfs **o
 	return 0;
 }
 
-void cairn_ramfs_free(struct cairn_ramfs *fs)
+/* Every live inode, in table order. */
+static void for_each_inode(struct cairn_ramfs *fs, void (*fn)(struct cairn_ramfs *fs,
+							      struct ramfs_inode *n))
 {
-	if (!fs)
-		return;
-	/* Directories first drop their entries' names; destroy everything left
-	 * whatever its counts, in table order. Dirents are freed by their dir. */
-	for (uint64_t i = 1; i < fs->table_cap; i++) {
-		uintptr_t v = fs->table[i];
+	struct ramfs_tdir *d = atomic_load_explicit(&fs->tdir, memory_order_acquire);
 
-		if (v && !(v & 1u)) {
-			struct ramfs_inode *n = (struct ramfs_inode *)v;
-
-			if (S_ISDIR(n->mode))
-				ramfs_dir_destroy(fs, n);
-		}
-	}
-	for (uint64_t i = 1; i < fs->table_cap; i++) {
-		uintptr_t v = fs->table[i];
+	for (uint64_t i = 1; d && i < fs->table_cap; i++) {
+		uintptr_t v = atomic_load_explicit(table_slot(d, i), memory_order_acquire);
 
 		if (v && !(v & 1u))
-			inode_destroy(fs, (struct ramfs_inode *)v);
+			fn(fs, (struct ramfs_inode *)v);
+	}
+}
+
+static void free_dir_entries(struct cairn_ramfs *fs, struct ramfs_inode *n)
+{
+	if (S_ISDIR(n->mode))
+		ramfs_dir_destroy(fs, n);
+}
+
+void cairn_ramfs_free(struct cairn_ramfs *fs)
+{
+	struct ramfs_tdir *d;
+
+	if (!fs)
+		return;
+	/* Directories drop their entries first (dirents are owned by their
+	 * directory); then every inode goes, whatever its counts. */
+	for_each_inode(fs, free_dir_entries);
+	for_each_inode(fs, inode_destroy);
+	d = atomic_load_explicit(&fs->tdir, memory_order_relaxed);
+	for (uint64_t p = 0; d && p < (fs->table_cap >> TABLE_PAGE_SHIFT); p++)
+		free(table_page(d, p));
+	while (d) {
+		struct ramfs_tdir *prev = d->retired;
+
+		free(d);
+		d = prev;
 	}
 	ramfs_pool_drain(fs);
 	pthread_mutex_destroy(&fs->pool_lock);
-	free(fs->table);
 	free(fs->zero_chunk);
 	pthread_rwlock_destroy(&fs->ns_lock);
-	pthread_rwlock_destroy(&fs->table_lock);
+	pthread_mutex_destroy(&fs->table_lock);
 	free(fs);
 }
 

@@ -26,8 +26,8 @@ if ! "$CAIRN" mkfs -q "$src" "$work/img.cairn" 2>"$work/err"; then
   fail "mkfs"
 fi
 
-try_mount() { # $1 = image, $2 = label
-  if ! "$CAIRN" mount "$1" "$mnt" 2>"$work/err"; then
+try_mount() { # $1 = image, $2 = label, $3 = -o options (optional)
+  if ! "$CAIRN" mount "$1" "$mnt" ${3:+-o "$3"} 2>"$work/err"; then
     cat "$work/err"
     grep -q "not built yet" "$work/err" && { echo "cairn mount not built yet"; exit 77; }
     fail "$2: mount"
@@ -40,6 +40,9 @@ try_mount() { # $1 = image, $2 = label
 
 qemu-img convert -f raw -O qcow2 -c -o cluster_size=16k "$work/img.cairn" "$work/c.qcow2"
 try_mount "$work/c.qcow2" "compressed qcow2"
+{ head -c 1048576 /dev/zero; cat "$work/c.qcow2"; } > "$work/disk.img"
+try_mount "$work/disk.img" "compressed qcow2 1 MiB into a disk, L2 cache off" \
+  offset=1M,l2_cache=0
 qemu-img convert -f raw -O qcow2 -o extended_l2=on,compression_type=zstd -c \
   "$work/img.cairn" "$work/base.qcow2"
 (cd "$work" && qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 top.qcow2) || fail "chain"

@@ -33,6 +33,10 @@ int bench_rw_main(int argc, char **argv);
 struct cli_image_opts {
 	struct cairn_open_opts open;
 	int print_stats;
+	/* Hidden test options (tests/cli/faults*.sh): --fault-nth N, --fault-every K,
+	 * --fault-random PERMILLE, --fault-seed S, --fault-short, --fault-persistent
+	 * put a fault device in the stack; open.fault then points here. */
+	struct cairn_fault_config fault;
 };
 void cli_image_opts_init(struct cli_image_opts *o);
 /* If argv[*i] is one of the shared options, consume it (and its value) and return 1;
@@ -67,6 +71,11 @@ void cli_mode_string(uint32_t mode, char out[11]);
 void cli_format_time(const struct cairn_time *t, int with_ns, char *buf, size_t len);
 /* A name with newlines, backslashes and control bytes escaped (\n, \\, \xNN). */
 void cli_print_name(FILE *f, const char *name, size_t len);
+
+/* extract_safe.c: 0 when following the symlink text target (tlen bytes) from
+ * the image directory rel ("" = root, "a/b") stays inside the extraction
+ * directory; -EXDEV when it can lead outside; -ELOOP past 40 links; -errno. */
+int cli_link_escapes(struct cairn_image *img, const char *rel, const char *target, size_t tlen);
 
 /* "64M", "1m", "4096", "1.5G" -> bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);

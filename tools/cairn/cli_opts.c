@@ -96,6 +96,46 @@ static int size_arg(const char *opt, const char *val, uint64_t *out)
 	return 0;
 }
 
+/* The hidden --fault-* options: a fault device fails chosen device requests. */
+static int fault_opt_parse(struct cli_image_opts *o, const char *opt, const char *val, int *i)
+{
+	struct cairn_fault_config *f = &o->fault;
+	uint64_t *num = NULL;
+	char *end;
+
+	if (!strcmp(opt, "--fault-short"))
+		f->kind = CAIRN_FAULT_SHORT;
+	else if (!strcmp(opt, "--fault-persistent"))
+		f->persistent = 1;
+	else if (!strcmp(opt, "--fault-nth"))
+		num = &f->fail_nth;
+	else if (!strcmp(opt, "--fault-every"))
+		num = &f->fail_every;
+	else if (!strcmp(opt, "--fault-seed"))
+		num = &f->seed;
+	else if (strcmp(opt, "--fault-random"))
+		return 0;
+	if (num || !strcmp(opt, "--fault-random")) {
+		unsigned long long v;
+
+		errno = 0;
+		v = val ? strtoull(val, &end, 10) : 0;
+		if (!val || errno || end == val || *end ||
+		    (!num && v > 1000)) {
+			fprintf(stderr, "cairn: %s needs a number%s, got '%s'\n", opt,
+				num ? "" : " (per mille, 0..1000)", val ? val : "");
+			return -1;
+		}
+		if (num)
+			*num = v;
+		else
+			f->random_permille = (uint32_t)v;
+		(*i)++;
+	}
+	o->open.fault = f;
+	return 1;
+}
+
 int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 {
 	const char *opt = argv[*i];
@@ -106,6 +146,8 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 		o->print_stats = 1;
 		return 1;
 	}
+	if (!strncmp(opt, "--fault-", 8))
+		return fault_opt_parse(o, opt, val, i);
 	if (!strcmp(opt, "--direct")) {
 		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
 		return 1;

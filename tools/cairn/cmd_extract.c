@@ -31,7 +31,12 @@ static void usage(FILE *f)
 		   "Restores IMAGE into DIR (created if missing; existing files are never\n"
 		   "overwritten): all file types, hard links, modes, owners (when root),\n"
 		   "atime/mtime to the nanosecond, xattrs, and the holes of sparse files.\n"
-		   "Nothing is ever written outside DIR.\n\n%s",
+		   "Nothing is ever written outside DIR, and symlinks that would lead\n"
+		   "outside it (absolute, or climbing above it with '..', directly or\n"
+		   "through other links) are refused.\n\n"
+		   "options:\n"
+		   "  --unsafe-links     extract such symlinks as they are (e.g. a root file\n"
+		   "                     system to chroot into)\n\n%s",
 		cli_image_opts_help);
 }
 
@@ -46,6 +51,7 @@ struct ex {
 	char *buf;         /* COPY_CHUNK bytes */
 	char *xval;
 	int failed;
+	int unsafe_links;  /* --unsafe-links: keep symlinks that lead outside DIR */
 };
 
 static void ex_fail(struct ex *x, const char *path, int err)
@@ -280,6 +286,28 @@ static int extract_link(struct ex *x, const char *first, int dirfd, const char *
 
 static void extract_dir(struct ex *x, cairn_ino_t dir, int dirfd, const char *rel, int depth);
 
+/* A symlink at path (in directory rel) is extracted only if following it stays
+ * inside DIR (extract_safe.c). Chains longer than the kernel follows are safe:
+ * they end in ELOOP on the host too. Reports and returns 0 otherwise. */
+static int link_safe(struct ex *x, const char *rel, const char *path, cairn_ino_t ino)
+{
+	char target[CAIRN_SYMLINK_MAX + 1];
+	ssize_t n = cairn_image_readlink(x->img, ino, target, CAIRN_SYMLINK_MAX);
+	int rc = n < 0 ? (int)n : cli_link_escapes(x->img, rel, target, (size_t)n);
+
+	if (rc == 0 || rc == -ELOOP)
+		return 1;
+	if (rc == -EXDEV) {
+		target[n] = '\0';
+		cli_err("extract", "%s/%s: refusing symlink to '%s': it leads outside %s "
+			"(--unsafe-links keeps it)", x->dir, path, target, x->dir);
+		x->failed = 1;
+	} else {
+		ex_fail(x, path, rc);
+	}
+	return 0;
+}
+
 static void extract_entry(struct ex *x, int dirfd, const char *rel, const char *name,
 			  cairn_ino_t ino, int depth)
 {
@@ -301,6 +329,8 @@ static void extract_entry(struct ex *x, int dirfd, const char *rel, const char *
 		ex_fail(x, path, rc);
 		goto out;
 	}
+	if (S_ISLNK(st.mode) && !x->unsafe_links && !link_safe(x, rel, path, ino))
+		goto out;
 	if (S_ISDIR(st.mode)) {
 		int fd;
 
@@ -430,9 +460,13 @@ int cmd_extract(int argc, char **argv)
 	struct cairn_stat st;
 	int npos, rc;
 	char *pos[2];
+	const struct cli_flag flags[] = {
+		{ "--unsafe-links", NULL, &x.unsafe_links },
+		{ NULL, NULL, NULL },
+	};
 
 	cli_image_opts_init(&o);
-	rc = cli_read_args("extract", argc, argv, &o, NULL, pos, 2, &npos, usage);
+	rc = cli_read_args("extract", argc, argv, &o, flags, pos, 2, &npos, usage);
 	if (rc)
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	if (npos != 2) {

@@ -26,6 +26,7 @@ static const char usage[] =
 	"  cache_size=SIZE segment cache budget; segment=SIZE; max_io=SIZE\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
+	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
@@ -110,6 +111,11 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	} else if (!strcmp(key, "offset")) {
 		if (size_opt(key, val, &o->open.offset))
 			return -1;
+	} else if (!strcmp(key, "l2_cache")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.qcow2.l2_cache_disabled = v == 0;
+		o->open.qcow2.l2_cache_bytes = (size_t)v;
 	} else if (!strcmp(key, "direct") && !val) {
 		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
 	} else if (!strcmp(key, "delay")) {

@@ -74,6 +74,11 @@ static void write_stats(struct cairn_fuse *cf)
 			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
 			fprintf(f, "device_bytes %" PRIu64 "\n", dc.bytes);
 			fprintf(f, "device_errors %" PRIu64 "\n", dc.errors);
+			/* request sizes: bucket i counts [2^(i+9), 2^(i+10)) bytes */
+			fprintf(f, "device_size_hist");
+			for (int i = 0; i < CAIRN_STATS_BUCKETS; i++)
+				fprintf(f, " %" PRIu64, dc.hist[i]);
+			fputc('\n', f);
 		}
 		cairn_cache_get_stats(cairn_image_cache(cf->img), &cs);
 		fprintf(f, "cache_hits %" PRIu64 "\ncache_misses %" PRIu64 "\n", cs.hits,
@@ -259,13 +264,16 @@ static struct fuse_session *new_session(struct cairn_fuse *cf, const struct cair
 	char *argv[4] = { "cairn", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	const char *fsname = o->image ? o->image : "cairn-ram";
+	struct fuse_session *se;
 
 	/* fsname is shown by mount(8); commas would split the option string. */
 	if (strchr(fsname, ','))
 		fsname = "cairn";
 	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s", fsname,
 		 o->allow_other ? ",allow_other" : "");
-	return fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
+	se = fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
+	fuse_opt_free_args(&args); /* libfuse may have copied them */
+	return se;
 }
 
 /* Daemon mode: returns in the child with *notify_fd set; the parent exits with

@@ -255,19 +255,43 @@ static void test_pool_reuse_zeroed(void **state)
 	(void)state;
 	memset(buf, 'x', 8 * CS);
 	t_write(fs, a, buf, 8 * CS, 0);
+	cairn_ramfs_usage(fs, &u);
+	uint64_t idle = u.pool_bytes;
+	assert_int_equal(u.data_bytes, 8 * CS);
 	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
 	cairn_ramfs_usage(fs, &u);
-	assert_int_equal(u.pool_bytes, 8 * CS);        /* freed chunks wait in the pool */
+	assert_int_equal(u.pool_bytes, idle + 8 * CS);  /* freed chunks wait in the pool */
 	assert_int_equal(u.data_bytes, 0);
 	/* Reused chunks come back zeroed around what is written. */
 	cairn_ino_t b = t_file(fs, root, "b", 0644);
 	for (int i = 0; i < 8; i++)
 		t_write(fs, b, "y", 1, (uint64_t)i * CS + 100);
 	cairn_ramfs_usage(fs, &u);
-	assert_int_equal(u.pool_bytes, 0);
+	assert_int_equal(u.pool_bytes, idle);           /* and were taken from it */
 	assert_int_equal(cairn_ramfs_read(fs, b, buf, 8 * CS, 0), 7 * CS + 101);
 	for (int i = 0; i < 7 * CS + 101; i++)
 		assert_int_equal(buf[i], i % CS == 100 ? 'y' : 0);
+	free(buf);
+	cairn_ramfs_free(fs);
+
+	/* A small pool: chunks beyond it give their pages back and are reused
+	 * later, still zeroed where not written. */
+	struct cairn_ramfs_config small = { .pool_bytes = 2 * CS };
+	assert_int_equal(cairn_ramfs_new(&small, &fs), 0);
+	a = t_file(fs, cairn_ramfs_root(fs), "a", 0644);
+	buf = malloc(64 * CS);
+	memset(buf, 'q', 64 * CS);
+	t_write(fs, a, buf, 64 * CS, 0);
+	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		b = t_file(fs, cairn_ramfs_root(fs), round ? "c" : "b", 0644);
+		for (int i = 0; i < 64; i++)
+			t_write(fs, b, "w", 1, (uint64_t)i * CS + 7);
+		assert_int_equal(cairn_ramfs_read(fs, b, buf, 64 * CS, 0), 63 * CS + 8);
+		for (int i = 0; i < 63 * CS + 8; i++)
+			assert_int_equal(buf[i], i % CS == 7 ? 'w' : 0);
+		assert_int_equal(cairn_ramfs_setattr(fs, b, &sa, NULL, NULL), 0);
+	}
 	free(buf);
 	cairn_ramfs_free(fs);
 

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Recomputes the checksums of a (possibly damaged) cairn image in memory: the
+ * checksum table entry of every metadata block, csum_table_hash, and
+ * super_hash. Used by the fuzz targets, so that a mutated byte in the metadata
+ * reaches the structure checks behind the checksums instead of stopping at a
+ * checksum mismatch, and by tests/progs/craft.c to seal hand-made hostile images.
+ *
+ * Only what lies inside the buffer is touched; fields that point elsewhere are
+ * left alone (the reader must refuse them anyway). Returns 1 if the superblock
+ * hash was rewritten, 0 if the buffer is too short to hold a superblock.
+ */
+#ifndef CAIRN_FUZZ_FIXUP_H
+#define CAIRN_FUZZ_FIXUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <xxhash.h>
+#include <cairn/format.h>
+
+static inline uint64_t fixup_get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return cairn_le64(v);
+}
+
+static inline void fixup_put64(uint8_t *p, uint64_t v)
+{
+	v = cairn_le64(v);
+	memcpy(p, &v, 8);
+}
+
+static inline int cairn_fixup_checksums(uint8_t *img, size_t size)
+{
+	struct cairn_disk_super s;
+	uint64_t meta_off, meta_len, csum_off, blocks;
+
+	if (size < CAIRN_SUPER_SIZE)
+		return 0;
+	memcpy(&s, img, sizeof(s));
+	meta_off = cairn_le64(s.meta_off);
+	meta_len = cairn_le64(s.meta_len);
+	csum_off = cairn_le64(s.csum_off);
+	blocks = meta_len / CAIRN_BLOCK_SIZE;
+	if (meta_off % CAIRN_BLOCK_SIZE == 0 && meta_len % CAIRN_BLOCK_SIZE == 0 &&
+	    meta_off <= size && meta_len <= size - meta_off &&
+	    csum_off <= size && blocks <= (size - csum_off) / 8) {
+		for (uint64_t b = 0; b < blocks; b++)
+			fixup_put64(img + csum_off + b * 8,
+				    XXH3_64bits(img + meta_off + b * CAIRN_BLOCK_SIZE,
+						CAIRN_BLOCK_SIZE));
+		s.csum_table_hash = cairn_le64(XXH3_64bits(img + csum_off, (size_t)blocks * 8));
+	}
+	s.super_hash = 0;
+	s.super_hash = cairn_le64(XXH3_64bits(&s, sizeof(s)));
+	memcpy(img, &s, sizeof(s));
+	return 1;
+}
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segment cache internals, shared by the files of lib/cache/:
+ *   cache.c      public API, the read path, fetching runs from the device
+ *   segtable.c   sharded hash of segments, CLOCK eviction, segment memory
+ *   readahead.c  per-stream sequential detector, worker threads and jobs
+ *
+ * Locking (always in this order, never the reverse):
+ *   lru_lock -> shard lock.   The job queue lock and the stream lock are leaves.
+ * A segment's state, refs, referenced and from_ra are guarded by its shard lock.
+ * Its data is immutable once READY, and lives until its last reference drops.
+ */
+#ifndef CAIRN_CACHE_INTERNAL_H
+#define CAIRN_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <cairn/bdev.h>
+#include <cairn/cache.h>
+
+#define CACHE_SHARDS 64u          /* power of two */
+#define CACHE_STREAMS 16u         /* sequential streams tracked at once */
+
+enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED };
+
+struct seg {
+	struct seg *hnext;          /* hash chain (shard lock) */
+	struct seg *lprev, *lnext;  /* CLOCK ring of READY segments (lru_lock) */
+	uint64_t idx;               /* segment number: device offset / segment size */
+	unsigned char *data;
+	size_t alloc;               /* bytes of memory charged to the budget */
+	uint32_t len;               /* valid bytes (short only at the device end) */
+	int refs;                   /* hash membership + readers holding it */
+	int err;                    /* SEG_FAILED: the negative errno */
+	uint8_t state;
+	uint8_t referenced;         /* CLOCK second-chance bit */
+	uint8_t from_ra;            /* speculative fetch not yet read by anyone */
+	uint8_t in_lru;
+};
+
+struct shard {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;        /* a segment of this shard left SEG_FETCHING */
+	struct seg **buckets;
+	size_t nbuckets;            /* power of two */
+	size_t count;
+	/* counters kept under the shard lock so hits touch no shared cache line */
+	uint64_t hits, misses, waits, ra_used;
+} __attribute__((aligned(64)));
+
+struct stream {
+	uint64_t lo, hi;            /* the hint range (0,0 = none) */
+	uint64_t last_off, next;    /* start and end of the last read seen */
+	uint64_t ra_end;            /* readahead has been issued up to here */
+	uint64_t window;            /* next readahead size, bytes */
+	uint64_t used;              /* tick of last use, for replacement */
+};
+
+struct ra_job {
+	struct ra_job *next;
+	uint64_t off, len;          /* prefetch: a byte range to fetch */
+	size_t n;                   /* readahead: claimed segments, in order */
+	struct seg *segs[];
+};
+
+struct cairn_cache {
+	struct cairn_bdev *dev;
+	uint64_t dev_size;
+	size_t seg_size;
+	unsigned seg_shift;
+	size_t budget;
+	size_t max_io;              /* a multiple of seg_size */
+	size_t ra_max;
+	size_t small_file;
+	int passthrough;            /* budget CAIRN_CACHE_OFF */
+	int use_mmap;               /* segment memory from mmap (else malloc) */
+
+	struct shard *shards;
+
+	pthread_mutex_t lru_lock;
+	struct seg *lru_head;       /* the CLOCK hand points here */
+
+	_Atomic uint64_t resident, requests, bytes, errors, evictions;
+	_Atomic uint64_t ra_bytes, ra_wasted;
+	_Atomic uint64_t pt_reads;  /* pass-through mode: reads (all misses) */
+
+	pthread_mutex_t stream_lock;
+	struct stream streams[CACHE_STREAMS];
+	uint64_t stream_tick;
+
+	pthread_mutex_t job_lock;
+	pthread_cond_t job_cond;    /* work queued, or stop */
+	pthread_cond_t idle_cond;   /* queue empty and no job running */
+	struct ra_job *job_head, *job_tail;
+	unsigned jobs_running;
+	int stopping;
+	unsigned nthreads;
+	pthread_t *threads;
+};
+
+/* A growable list of segments (claims or waits of one read). */
+struct seg_vec {
+	struct seg **v;
+	size_t n, cap;
+	struct seg *inline_v[16];
+};
+void seg_vec_init(struct seg_vec *sv);
+int seg_vec_push(struct seg_vec *sv, struct seg *s);
+void seg_vec_free(struct seg_vec *sv);
+
+/* segtable.c */
+int segtable_init(struct cairn_cache *c);
+void segtable_destroy(struct cairn_cache *c);
+struct shard *seg_shard(struct cairn_cache *c, uint64_t idx);
+struct seg *seg_lookup(struct shard *sh, uint64_t idx);
+/* Insert a new SEG_FETCHING segment (shard locked, idx absent); NULL on ENOMEM. */
+struct seg *seg_insert_fetching(struct cairn_cache *c, struct shard *sh, uint64_t idx, int refs);
+/* Unlink from the hash (shard locked) and release its budget charge. */
+void seg_unhash(struct cairn_cache *c, struct shard *sh, struct seg *s);
+/* Drop one reference; frees the segment when it was the last. Shard locked;
+ * returns the segment when the caller must free it after unlocking. */
+struct seg *seg_unref_locked(struct seg *s);
+void seg_destroy(struct cairn_cache *c, struct seg *s);
+void seg_release(struct cairn_cache *c, struct seg *s); /* locks, unrefs, frees */
+/* Memory for a run of n segments; fills s[i]->data. 0 or -ENOMEM. */
+int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp);
+void seg_free_data(struct cairn_cache *c, struct seg *s);
+void lru_add(struct cairn_cache *c, struct seg **s, size_t n);
+void evict_to_budget(struct cairn_cache *c);
+
+/* cache.c */
+/* Read a run of consecutive claimed segments in one device request and publish
+ * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
+int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
+/* Mark claimed segments failed (waiters get err) and drop them from the table. */
+void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err);
+/* Claim the absent segments in [lo_idx, hi_idx] (inclusive) as FETCHING, refs 1. */
+size_t claim_range(struct cairn_cache *c, uint64_t lo_idx, uint64_t hi_idx, struct seg_vec *out);
+
+/* readahead.c */
+int workers_start(struct cairn_cache *c);
+void workers_stop(struct cairn_cache *c);
+/* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
+void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
+void queue_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
+void workers_drain(struct cairn_cache *c);
+struct ra_plan {
+	uint64_t sync_hi;           /* a missing read may extend its own request to here */
+	uint64_t ra_lo, ra_hi;      /* start readahead of this device range (empty: none) */
+};
+void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
+		    const struct cairn_cache_hint *hint, struct ra_plan *plan);
+
+static inline uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+#endif

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Readahead: a small table of recent streams decides when reads are sequential,
+ * and worker threads fetch ahead of them.
+ *
+ * A stream is keyed by the file extent given in the hint (a read of the same
+ * file finds its stream) or, without a hint, by position (a read that starts
+ * within one segment of where the last one ended). The table is consulted only
+ * on a miss or on the first use of a speculatively fetched segment, never on a
+ * plain hit, so the hit path takes no shared lock.
+ *
+ * A sequential stream keeps at least one window of data in flight ahead of the
+ * reader. Each time it issues more, the window doubles up to readahead_max. The
+ * issued range ends on a max_io boundary (or the end of the file), so after the
+ * first request every request is a full max_io; it never goes past the hint's
+ * end (or the device end).
+ *
+ * Readahead segments are claimed (put in the table as FETCHING) when queued, so
+ * a reader that gets there first waits for the queued fetch instead of issuing
+ * a second request for the same segment.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cache/cache_internal.h"
+
+static void stream_reset(struct stream *st)
+{
+	st->window = 0;
+	st->ra_end = 0;
+}
+
+static struct stream *stream_find(struct cairn_cache *c, uint64_t off, size_t len,
+				  uint64_t hlo, uint64_t hhi, int *found)
+{
+	struct stream *victim = &c->streams[0];
+
+	for (unsigned i = 0; i < CACHE_STREAMS; i++) {
+		struct stream *st = &c->streams[i];
+
+		if (st->used && st->lo == hlo && st->hi == hhi &&
+		    (hhi > hlo || (off + len >= st->last_off && off <= st->next + c->seg_size))) {
+			*found = 1;
+			return st;
+		}
+		if (st->used < victim->used)
+			victim = st;
+	}
+	*found = 0;
+	memset(victim, 0, sizeof(*victim));
+	victim->lo = hlo;
+	victim->hi = hhi;
+	return victim;
+}
+
+void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
+		    const struct cairn_cache_hint *hint, struct ra_plan *plan)
+{
+	uint64_t hlo = 0, hhi = 0, limit = c->dev_size, pos = off + len;
+	struct stream *st;
+	int found, seq;
+
+	memset(plan, 0, sizeof(*plan));
+	if (hint && hint->hi > hint->lo && off >= hint->lo && off < hint->hi) {
+		hlo = hint->lo;
+		hhi = hint->hi < c->dev_size ? hint->hi : c->dev_size;
+		limit = hhi;
+	}
+	pthread_mutex_lock(&c->stream_lock);
+	st = stream_find(c, off, len, hlo, hhi, &found);
+	if (found)
+		seq = off >= st->last_off && off <= st->next + c->seg_size;
+	else
+		seq = hhi > hlo && off == hlo; /* reading a file from its start */
+	if (seq) {
+		if (!st->window) {
+			st->window = 4 * round_up(len, c->seg_size);
+			if (st->window < c->max_io / 4)
+				st->window = c->max_io / 4;
+			if (st->window > c->ra_max)
+				st->window = c->ra_max;
+		}
+		if (st->ra_end < pos)
+			st->ra_end = pos;
+		if (st->ra_end - pos < st->window && st->ra_end < limit) {
+			uint64_t hi = round_up(st->ra_end + st->window, c->max_io);
+
+			plan->ra_lo = st->ra_end;
+			plan->ra_hi = hi < limit ? hi : limit;
+			st->ra_end = plan->ra_hi;
+			st->window = st->window * 2 < c->ra_max ? st->window * 2 : c->ra_max;
+		}
+		plan->sync_hi = round_up(pos, c->max_io);
+		if (plan->sync_hi > limit)
+			plan->sync_hi = limit;
+	} else {
+		stream_reset(st);
+	}
+	st->last_off = off;
+	st->next = pos;
+	st->used = ++c->stream_tick;
+	pthread_mutex_unlock(&c->stream_lock);
+}
+
+/* ---- worker threads ---- */
+
+static void job_push(struct cairn_cache *c, struct ra_job *j)
+{
+	pthread_mutex_lock(&c->job_lock);
+	j->next = NULL;
+	if (c->job_tail)
+		c->job_tail->next = j;
+	else
+		c->job_head = j;
+	c->job_tail = j;
+	pthread_cond_signal(&c->job_cond);
+	pthread_mutex_unlock(&c->job_lock);
+}
+
+void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	size_t per = c->max_io / c->seg_size;
+
+	for (size_t i = 0; i < n;) {
+		size_t k = 1;
+		struct ra_job *j;
+
+		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
+			k++;
+		j = malloc(sizeof(*j) + k * sizeof(j->segs[0]));
+		if (!j) {
+			fail_claims(c, s + i, k, -ENOMEM);
+		} else {
+			j->off = j->len = 0;
+			j->n = k;
+			memcpy(j->segs, s + i, k * sizeof(j->segs[0]));
+			job_push(c, j);
+		}
+		i += k;
+	}
+}
+
+void queue_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
+{
+	struct ra_job *j = malloc(sizeof(*j));
+
+	if (!j)
+		return; /* prefetch is advice */
+	j->off = off;
+	j->len = len;
+	j->n = 0;
+	job_push(c, j);
+}
+
+/* Fetch [off, off+len) in max_io pieces aligned to max_io, skipping what is cached. */
+static void run_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	while (off < end) {
+		uint64_t chunk_end = round_up(off + 1, c->max_io);
+		struct seg_vec v;
+
+		if (chunk_end > end)
+			chunk_end = end;
+		seg_vec_init(&v);
+		claim_range(c, off >> c->seg_shift, (chunk_end - 1) >> c->seg_shift, &v);
+		for (size_t i = 0; i < v.n;) {
+			size_t k = 1;
+
+			while (i + k < v.n && v.v[i + k]->idx == v.v[i + k - 1]->idx + 1)
+				k++;
+			fetch_run(c, v.v + i, k, 1, 0);
+			i += k;
+		}
+		seg_vec_free(&v);
+		off = chunk_end;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct cairn_cache *c = arg;
+
+	pthread_mutex_lock(&c->job_lock);
+	for (;;) {
+		struct ra_job *j;
+
+		while (!c->job_head && !c->stopping)
+			pthread_cond_wait(&c->job_cond, &c->job_lock);
+		if (!c->job_head)
+			break;
+		j = c->job_head;
+		c->job_head = j->next;
+		if (!c->job_head)
+			c->job_tail = NULL;
+		c->jobs_running++;
+		pthread_mutex_unlock(&c->job_lock);
+
+		if (j->n)
+			fetch_run(c, j->segs, j->n, 1, 0);
+		else
+			run_prefetch(c, j->off, j->len);
+		free(j);
+
+		pthread_mutex_lock(&c->job_lock);
+		c->jobs_running--;
+		if (!c->job_head && !c->jobs_running)
+			pthread_cond_broadcast(&c->idle_cond);
+	}
+	pthread_mutex_unlock(&c->job_lock);
+	return NULL;
+}
+
+int workers_start(struct cairn_cache *c)
+{
+	c->threads = calloc(c->nthreads, sizeof(*c->threads));
+	if (!c->threads)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->nthreads; i++) {
+		if (pthread_create(&c->threads[i], NULL, worker_main, c)) {
+			c->nthreads = i;
+			workers_stop(c);
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
+void workers_drain(struct cairn_cache *c)
+{
+	pthread_mutex_lock(&c->job_lock);
+	while (c->job_head || c->jobs_running)
+		pthread_cond_wait(&c->idle_cond, &c->job_lock);
+	pthread_mutex_unlock(&c->job_lock);
+}
+
+/* Finishes queued work first: queued readahead holds claims others may wait on. */
+void workers_stop(struct cairn_cache *c)
+{
+	if (!c->threads)
+		return;
+	pthread_mutex_lock(&c->job_lock);
+	c->stopping = 1;
+	pthread_cond_broadcast(&c->job_cond);
+	pthread_mutex_unlock(&c->job_lock);
+	for (unsigned i = 0; i < c->nthreads; i++)
+		pthread_join(c->threads[i], NULL);
+	free(c->threads);
+	c->threads = NULL;
+}

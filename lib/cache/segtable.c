@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The segment table: CACHE_SHARDS hash tables, each under its own mutex, so
+ * readers of different segments never touch the same lock. Segments that hold
+ * data sit on one CLOCK ring; a hit only sets the segment's referenced bit
+ * (under its shard lock), so the ring lock is taken on fills and evictions,
+ * never on the hit path.
+ *
+ * Segment memory: with segments of 64 KiB and more, a run of n segments is one
+ * anonymous mmap (one read from the device fills it) and each segment later
+ * gives its own slice back with munmap, so RSS falls as soon as a segment is
+ * evicted. Smaller segments are malloc'd one by one (a run is read into a
+ * bounce buffer and copied), and freed memory is reused by the next fill.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "cache/cache_internal.h"
+
+#define INITIAL_BUCKETS 16u
+
+void seg_vec_init(struct seg_vec *sv)
+{
+	sv->v = sv->inline_v;
+	sv->n = 0;
+	sv->cap = sizeof(sv->inline_v) / sizeof(sv->inline_v[0]);
+}
+
+int seg_vec_push(struct seg_vec *sv, struct seg *s)
+{
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap * 2;
+		struct seg **v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memcpy(v, sv->v, sv->n * sizeof(*v));
+		if (sv->v != sv->inline_v)
+			free(sv->v);
+		sv->v = v;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = s;
+	return 0;
+}
+
+void seg_vec_free(struct seg_vec *sv)
+{
+	if (sv->v != sv->inline_v)
+		free(sv->v);
+	seg_vec_init(sv);
+}
+
+/* Fibonacci hashing: consecutive segments land in different shards. */
+static uint64_t seg_hash(uint64_t idx)
+{
+	uint64_t h = idx * 0x9e3779b97f4a7c15ull;
+
+	return h ^ (h >> 32);
+}
+
+struct shard *seg_shard(struct cairn_cache *c, uint64_t idx)
+{
+	return &c->shards[(idx * 0x9e3779b97f4a7c15ull) >> 58 & (CACHE_SHARDS - 1)];
+}
+
+struct seg *seg_lookup(struct shard *sh, uint64_t idx)
+{
+	struct seg *s = sh->buckets[seg_hash(idx) & (sh->nbuckets - 1)];
+
+	while (s && s->idx != idx)
+		s = s->hnext;
+	return s;
+}
+
+/* Double the bucket array; on ENOMEM the chains just get longer. */
+static void shard_grow(struct shard *sh)
+{
+	size_t nb = sh->nbuckets * 2;
+	struct seg **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < sh->nbuckets; i++) {
+		struct seg *s = sh->buckets[i], *next;
+
+		for (; s; s = next) {
+			size_t j = seg_hash(s->idx) & (nb - 1);
+
+			next = s->hnext;
+			s->hnext = b[j];
+			b[j] = s;
+		}
+	}
+	free(sh->buckets);
+	sh->buckets = b;
+	sh->nbuckets = nb;
+}
+
+struct seg *seg_insert_fetching(struct cairn_cache *c, struct shard *sh, uint64_t idx, int refs)
+{
+	struct seg *s = calloc(1, sizeof(*s));
+	size_t b;
+
+	if (!s)
+		return NULL;
+	s->idx = idx;
+	s->refs = refs;
+	s->state = SEG_FETCHING;
+	if (sh->count >= sh->nbuckets)
+		shard_grow(sh);
+	b = seg_hash(idx) & (sh->nbuckets - 1);
+	s->hnext = sh->buckets[b];
+	sh->buckets[b] = s;
+	sh->count++;
+	return s;
+}
+
+void seg_unhash(struct cairn_cache *c, struct shard *sh, struct seg *s)
+{
+	struct seg **p = &sh->buckets[seg_hash(s->idx) & (sh->nbuckets - 1)];
+
+	while (*p && *p != s)
+		p = &(*p)->hnext;
+	if (!*p)
+		return;
+	*p = s->hnext;
+	s->hnext = NULL;
+	sh->count--;
+	atomic_fetch_sub_explicit(&c->resident, s->alloc, memory_order_relaxed);
+}
+
+struct seg *seg_unref_locked(struct seg *s)
+{
+	return --s->refs == 0 ? s : NULL;
+}
+
+void seg_free_data(struct cairn_cache *c, struct seg *s)
+{
+	if (!s->data)
+		return;
+	if (c->use_mmap)
+		munmap(s->data, s->alloc);
+	else
+		free(s->data);
+	s->data = NULL;
+}
+
+void seg_destroy(struct cairn_cache *c, struct seg *s)
+{
+	seg_free_data(c, s);
+	free(s);
+}
+
+void seg_release(struct cairn_cache *c, struct seg *s)
+{
+	struct shard *sh = seg_shard(c, s->idx);
+	struct seg *dead;
+
+	pthread_mutex_lock(&sh->lock);
+	dead = seg_unref_locked(s);
+	pthread_mutex_unlock(&sh->lock);
+	if (dead)
+		seg_destroy(c, dead);
+}
+
+int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp)
+{
+	size_t S = c->seg_size;
+
+	*tmp = NULL;
+	if (c->use_mmap) {
+		unsigned char *base = mmap(NULL, n * S, PROT_READ | PROT_WRITE,
+					   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+		if (base == MAP_FAILED)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++) {
+			s[i]->data = base + i * S;
+			s[i]->alloc = S;
+		}
+	} else {
+		if (n > 1 && !(*tmp = malloc(n * S)))
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++) {
+			s[i]->data = malloc(S);
+			if (!s[i]->data) {
+				for (size_t j = 0; j < i; j++) {
+					free(s[j]->data);
+					s[j]->data = NULL;
+					s[j]->alloc = 0;
+				}
+				free(*tmp);
+				*tmp = NULL;
+				return -ENOMEM;
+			}
+			s[i]->alloc = S;
+		}
+	}
+	atomic_fetch_add_explicit(&c->resident, n * S, memory_order_relaxed);
+	return 0;
+}
+
+/* Ring operations; lru_lock held. The hand (lru_head) is the oldest segment. */
+static void ring_insert_tail(struct cairn_cache *c, struct seg *s)
+{
+	struct seg *h = c->lru_head;
+
+	if (!h) {
+		s->lnext = s->lprev = s;
+		c->lru_head = s;
+	} else {
+		s->lnext = h;
+		s->lprev = h->lprev;
+		h->lprev->lnext = s;
+		h->lprev = s;
+	}
+	s->in_lru = 1;
+}
+
+static void ring_remove(struct cairn_cache *c, struct seg *s)
+{
+	if (s->lnext == s) {
+		c->lru_head = NULL;
+	} else {
+		s->lprev->lnext = s->lnext;
+		s->lnext->lprev = s->lprev;
+		if (c->lru_head == s)
+			c->lru_head = s->lnext;
+	}
+	s->lnext = s->lprev = NULL;
+	s->in_lru = 0;
+}
+
+void lru_add(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	pthread_mutex_lock(&c->lru_lock);
+	for (size_t i = 0; i < n; i++)
+		ring_insert_tail(c, s[i]);
+	pthread_mutex_unlock(&c->lru_lock);
+}
+
+/*
+ * CLOCK: the hand gives a referenced segment a second chance (clears the bit
+ * and moves on) and evicts the first unreferenced one. Two full turns without
+ * finding a victim means everything is pinned by in-flight work; stop then, the
+ * overshoot is bounded by the fetches in flight.
+ */
+void evict_to_budget(struct cairn_cache *c)
+{
+	struct seg *dead = NULL;
+	size_t turns = 0;
+
+	if (atomic_load_explicit(&c->resident, memory_order_relaxed) <= c->budget)
+		return;
+	pthread_mutex_lock(&c->lru_lock);
+	while (c->lru_head &&
+	       atomic_load_explicit(&c->resident, memory_order_relaxed) > c->budget) {
+		struct seg *s = c->lru_head, *d;
+		struct shard *sh = seg_shard(c, s->idx);
+
+		pthread_mutex_lock(&sh->lock);
+		if (s->referenced && turns < 2 * (c->budget / c->seg_size + 16)) {
+			s->referenced = 0;
+			pthread_mutex_unlock(&sh->lock);
+			c->lru_head = s->lnext;
+			turns++;
+			continue;
+		}
+		ring_remove(c, s);
+		seg_unhash(c, sh, s);
+		if (s->from_ra)
+			atomic_fetch_add_explicit(&c->ra_wasted, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->evictions, 1, memory_order_relaxed);
+		d = seg_unref_locked(s);
+		pthread_mutex_unlock(&sh->lock);
+		if (d) {
+			d->hnext = dead; /* free outside the locks: munmap is a syscall */
+			dead = d;
+		}
+	}
+	pthread_mutex_unlock(&c->lru_lock);
+	while (dead) {
+		struct seg *next = dead->hnext;
+
+		seg_destroy(c, dead);
+		dead = next;
+	}
+}
+
+int segtable_init(struct cairn_cache *c)
+{
+	c->shards = aligned_alloc(64, sizeof(struct shard) * CACHE_SHARDS);
+	if (!c->shards)
+		return -ENOMEM;
+	memset(c->shards, 0, sizeof(struct shard) * CACHE_SHARDS);
+	for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+		struct shard *sh = &c->shards[i];
+
+		sh->nbuckets = INITIAL_BUCKETS;
+		sh->buckets = calloc(sh->nbuckets, sizeof(*sh->buckets));
+		if (!sh->buckets) {
+			for (unsigned j = 0; j < i; j++) {
+				free(c->shards[j].buckets);
+				pthread_mutex_destroy(&c->shards[j].lock);
+				pthread_cond_destroy(&c->shards[j].cond);
+			}
+			free(c->shards);
+			c->shards = NULL;
+			return -ENOMEM;
+		}
+		pthread_mutex_init(&sh->lock, NULL);
+		pthread_cond_init(&sh->cond, NULL);
+	}
+	return 0;
+}
+
+/* Only when no reader or worker is left: every segment has just its hash ref. */
+void segtable_destroy(struct cairn_cache *c)
+{
+	if (!c->shards)
+		return;
+	for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+		struct shard *sh = &c->shards[i];
+
+		for (size_t b = 0; b < sh->nbuckets; b++) {
+			struct seg *s = sh->buckets[b], *next;
+
+			for (; s; s = next) {
+				next = s->hnext;
+				seg_destroy(c, s);
+			}
+		}
+		free(sh->buckets);
+		pthread_mutex_destroy(&sh->lock);
+		pthread_cond_destroy(&sh->cond);
+	}
+	free(c->shards);
+	c->shards = NULL;
+}

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/* Segment cache: correctness, merging, small files, readahead, single-flight,
+ * budget, pass-through, prefetch. Devices: mem -> [delay] -> stats -> cache. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "cache_test_util.h"
+
+struct rig {
+	unsigned char *src;
+	size_t size;
+	struct cairn_bdev *stats;  /* not owned: inside the cache's stack */
+	struct cairn_cache *cache;
+};
+
+static void rig_open(struct rig *r, size_t size, const struct cairn_cache_config *cfg,
+		     uint64_t delay_ns)
+{
+	struct cairn_bdev *m, *d;
+
+	r->size = size;
+	r->src = make_source(size, size * 31 + 7);
+	assert_non_null(r->src);
+	assert_int_equal(cairn_bdev_mem_new(r->src, size, 0, &m), 0);
+	if (delay_ns) {
+		struct cairn_delay_config dc = { .latency_ns = delay_ns };
+
+		assert_int_equal(cairn_bdev_delay_new(m, &dc, &d), 0);
+		m = d;
+	}
+	assert_int_equal(cairn_bdev_stats_new(m, &r->stats), 0);
+	assert_int_equal(cairn_cache_new(r->stats, cfg, &r->cache), 0);
+}
+
+static void rig_close(struct rig *r)
+{
+	cairn_cache_free(r->cache);
+	free(r->src);
+}
+
+static uint64_t dev_requests(struct rig *r)
+{
+	struct cairn_bdev_counters c;
+
+	assert_int_equal(cairn_bdev_stats_get(r->stats, &c), 0);
+	return c.requests;
+}
+
+static void check_read(struct rig *r, uint64_t off, size_t len, const struct cairn_cache_hint *h)
+{
+	unsigned char *buf = malloc(len + 1);
+	size_t want = off >= r->size ? 0 : (len < r->size - off ? len : (size_t)(r->size - off));
+
+	assert_non_null(buf);
+	assert_int_equal(cairn_cache_read(r->cache, buf, len, off, h), (ssize_t)want);
+	if (want)
+		assert_memory_equal(buf, r->src + off, want);
+	free(buf);
+}
+
+static void random_reads(size_t seg, size_t budget, size_t size)
+{
+	struct cairn_cache_config cfg = { .segment_size = seg, .budget_bytes = budget };
+	struct rig r;
+	uint64_t rng = seg * 977 + budget;
+
+	rig_open(&r, size, &cfg, 0);
+	for (int i = 0; i < TEST_SCALE(800); i++) {
+		uint64_t off = rng_next(&rng) % (size + 100);
+		size_t len = (size_t)(rng_next(&rng) % (i % 10 == 0 ? 700000 : 20000)) + 1;
+
+		check_read(&r, off, len, NULL);
+	}
+	cairn_cache_drain(r.cache);
+	rig_close(&r);
+}
+
+static void test_random_reads(void **state)
+{
+	/* Segment sizes on both memory paths (malloc below 64 KiB, mmap from it),
+	 * roomy and tight budgets, and a device size that is not segment-aligned. */
+	const size_t segs[] = { 512, 4096, 32768, 65536, 131072, 1u << 20 };
+
+	for (size_t i = 0; i < sizeof(segs) / sizeof(segs[0]); i++) {
+		print_message("segment %zu\n", segs[i]);
+		random_reads(segs[i], 0, 5 * 1000 * 1000 + 123);
+		random_reads(segs[i], 2 * segs[i] > (1u << 20) ? 2 * segs[i] : 1u << 20,
+			     3 * 1000 * 1000 + 45);
+	}
+}
+
+static void test_second_read_hits(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct cairn_cache_stats st;
+	struct rig r;
+	uint64_t n;
+
+	rig_open(&r, 1u << 20, &cfg, 0);
+	check_read(&r, 70000, 100000, NULL);
+	cairn_cache_drain(r.cache);
+	n = dev_requests(&r);
+	check_read(&r, 70000, 100000, NULL);
+	check_read(&r, 65536, 4096, NULL);
+	assert_int_equal(dev_requests(&r), n);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_true(st.hits >= 3);
+	assert_true(st.misses >= 2);
+	assert_int_equal(st.errors, 0);
+	rig_close(&r);
+}
+
+/* 8 missing segments next to each other are one device request. */
+static void test_merge_neighbours(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 4096, .max_io = 1u << 20 };
+	struct cairn_cache_stats st;
+	struct rig r;
+
+	rig_open(&r, 4u << 20, &cfg, 0);
+	check_read(&r, 3u << 20, 8 * 4096, NULL);
+	assert_int_equal(dev_requests(&r), 1);
+	/* a read with a cached hole in the middle: two runs, two requests */
+	check_read(&r, (3u << 20) + 9 * 4096, 4096, NULL);
+	assert_int_equal(dev_requests(&r), 2);
+	check_read(&r, (3u << 20) + 6 * 4096, 6 * 4096, NULL);
+	assert_int_equal(dev_requests(&r), 3); /* only segment 8 was missing */
+	/* a 3 MiB read with max_io 1 MiB: three requests */
+	check_read(&r, 0, 3u << 20, NULL);
+	assert_int_equal(dev_requests(&r), 6);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.requests, 6);
+	rig_close(&r);
+}
+
+/* A small file is read whole on its first miss; the rest of a big one when near its end. */
+static void test_small_file_whole(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 4096 };
+	struct cairn_cache_hint h = { .lo = 40960, .hi = 40960 + 100000 };
+	struct cairn_cache_hint big = { .lo = 1u << 20, .hi = 3u << 20 };
+	struct rig r;
+
+	rig_open(&r, 4u << 20, &cfg, 0);
+	check_read(&r, h.lo + 50000, 4096, &h);
+	assert_int_equal(dev_requests(&r), 1);
+	for (uint64_t o = h.lo; o < h.hi; o += 4096)
+		check_read(&r, o, 4096, &h);
+	assert_int_equal(dev_requests(&r), 1);
+	/* big file: a read in the middle fetches its segment only... */
+	check_read(&r, big.lo + 500000, 4096, &big);
+	assert_int_equal(dev_requests(&r), 2);
+	check_read(&r, big.lo + 520000, 4096, &big);
+	assert_int_equal(dev_requests(&r), 3);
+	/* ...and a read close to the end fetches the rest */
+	check_read(&r, big.hi - 200000, 4096, &big);
+	assert_int_equal(dev_requests(&r), 4);
+	for (uint64_t o = big.hi - 200000; o < big.hi; o += 4096)
+		check_read(&r, o, big.hi - o < 4096 ? big.hi - o : 4096, &big);
+	assert_int_equal(dev_requests(&r), 4);
+	rig_close(&r);
+}
+
+/* Reading a 24 MiB file sequentially costs about one request per max_io. */
+static void sequential_file(size_t seg, size_t bs, uint64_t lo, uint64_t size)
+{
+	struct cairn_cache_config cfg = { .segment_size = seg };
+	struct cairn_cache_hint h = { .lo = lo, .hi = lo + size };
+	struct cairn_cache_stats st;
+	struct rig r;
+	uint64_t limit = (size + (1u << 20) - 1) / (1u << 20) + 2;
+
+	rig_open(&r, (size_t)(lo + size + (3u << 20)), &cfg, 50000);
+	for (uint64_t o = 0; o < size; o += bs)
+		check_read(&r, lo + o, bs, &h);
+	cairn_cache_drain(r.cache);
+	cairn_cache_get_stats(r.cache, &st);
+	print_message("seg %zu bs %zu lo %llu: %llu requests (limit %llu), ra %llu bytes\n",
+		      seg, bs, (unsigned long long)lo, (unsigned long long)dev_requests(&r),
+		      (unsigned long long)limit, (unsigned long long)st.readahead_bytes);
+	assert_true(dev_requests(&r) <= limit);
+	/* nothing outside the file, but for the segments holding its ends */
+	assert_true(st.bytes >= size && st.bytes <= size + 2 * seg);
+	assert_true(st.readahead_used > 0);
+	rig_close(&r);
+}
+
+static void test_sequential_readahead(void **state)
+{
+	sequential_file(131072, 131072, 0, 24u << 20);
+	sequential_file(131072, 4096, 12288, (24u << 20) + 5000);
+	sequential_file(65536, 131072, 3u << 20, 10u << 20);
+	sequential_file(32768, 65536, 700000, 7u << 20);
+}
+
+struct sf_arg {
+	struct rig *r;
+	pthread_barrier_t *bar;
+	int ok;
+};
+
+static void *sf_reader(void *p)
+{
+	struct sf_arg *a = p;
+	unsigned char buf[1000];
+
+	pthread_barrier_wait(a->bar);
+	a->ok = cairn_cache_read(a->r->cache, buf, sizeof(buf), 200000, NULL) == sizeof(buf) &&
+		!memcmp(buf, a->r->src + 200000, sizeof(buf));
+	return NULL;
+}
+
+/* 16 threads want one segment at once: exactly one device request. */
+static void test_single_flight(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	enum { N = 16 };
+	pthread_t th[N];
+	struct sf_arg a[N];
+	pthread_barrier_t bar;
+	struct cairn_cache_stats st;
+	struct rig r;
+
+	rig_open(&r, 1u << 20, &cfg, 20000000); /* 20 ms: everyone arrives in flight */
+	pthread_barrier_init(&bar, NULL, N);
+	for (int i = 0; i < N; i++) {
+		a[i] = (struct sf_arg){ &r, &bar, 0 };
+		assert_int_equal(pthread_create(&th[i], NULL, sf_reader, &a[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		assert_true(a[i].ok);
+	}
+	pthread_barrier_destroy(&bar);
+	assert_int_equal(dev_requests(&r), 1);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.hits, N - 1);
+	rig_close(&r);
+}
+
+/* Resident memory never goes past the budget by more than in-flight fetches. */
+static void test_budget(void **state)
+{
+	const size_t seg = 65536, budget = 1u << 20;
+	struct cairn_cache_config cfg = { .segment_size = seg, .budget_bytes = budget,
+					  .max_io = 256u << 10 };
+	struct cairn_cache_hint h = { .lo = 0, .hi = 16u << 20 };
+	struct cairn_cache_stats st;
+	struct rig r;
+	uint64_t rng = 99;
+
+	rig_open(&r, 16u << 20, &cfg, 0);
+	for (int i = 0; i < TEST_SCALE(600); i++) {
+		uint64_t off = rng_next(&rng) % (16u << 20);
+
+		check_read(&r, off, (size_t)(rng_next(&rng) % 100000) + 1, i % 2 ? &h : NULL);
+		cairn_cache_get_stats(r.cache, &st);
+		/* one reader + two workers, each with at most max_io in flight */
+		assert_true(st.resident_bytes <= budget + 3 * cfg.max_io);
+	}
+	/* a sequential pass with readahead under the same budget */
+	for (uint64_t o = 0; o < (16u << 20); o += 65536)
+		check_read(&r, o, 65536, &h);
+	cairn_cache_drain(r.cache);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_true(st.resident_bytes <= budget);
+	assert_true(st.evictions > 0);
+	rig_close(&r);
+}
+
+/* Budget CAIRN_CACHE_OFF: every read is one device request of exactly its size. */
+static void test_passthrough(void **state)
+{
+	struct cairn_cache_config cfg = { .budget_bytes = CAIRN_CACHE_OFF };
+	struct cairn_bdev_counters dc;
+	struct cairn_cache_stats st;
+	struct rig r;
+
+	rig_open(&r, 1u << 20, &cfg, 0);
+	for (int i = 0; i < 10; i++)
+		check_read(&r, 512u * i, 512, NULL);
+	check_read(&r, (1u << 20) - 100, 512, NULL);
+	check_read(&r, 1u << 20, 512, NULL); /* past the end: no request */
+	assert_int_equal(cairn_bdev_stats_get(r.stats, &dc), 0);
+	assert_int_equal(dc.requests, 11);
+	assert_int_equal(dc.hist[0], 11);
+	assert_int_equal(dc.bytes, 10 * 512 + 100);
+	cairn_cache_prefetch(r.cache, 0, 1u << 20); /* no-op */
+	cairn_cache_drain(r.cache);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.requests, 11);
+	assert_int_equal(st.misses, 11);
+	assert_int_equal(st.hits, 0);
+	assert_int_equal(st.resident_bytes, 0);
+	rig_close(&r);
+}
+
+/* Prefetch fetches a range in max_io requests in the background. */
+static void test_prefetch(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct cairn_cache_stats st;
+	struct rig r;
+
+	rig_open(&r, 8u << 20, &cfg, 100000);
+	check_read(&r, (1u << 20) + 5, 10, NULL); /* one segment already there */
+	cairn_cache_prefetch(r.cache, 1u << 20, (4u << 20) + 1000);
+	cairn_cache_drain(r.cache);
+	/* 4 MiB + 1000 bytes in 1 MiB-aligned chunks, one of them partly cached */
+	assert_int_equal(dev_requests(&r), 1 + 5);
+	for (uint64_t o = 1u << 20; o < (5u << 20) + 1000; o += 50000)
+		check_read(&r, o, 50000, NULL);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_true(st.readahead_used > 0);
+	assert_int_equal(st.readahead_wasted, 0);
+	rig_close(&r);
+}
+
+static void test_bad_config(void **state)
+{
+	unsigned char b[16] = { 0 };
+	struct cairn_cache_config cfg = { .segment_size = 3000 };
+	struct cairn_bdev *m;
+	struct cairn_cache *c = NULL;
+
+	assert_int_equal(cairn_bdev_mem_new(b, sizeof(b), 0, &m), 0);
+	assert_int_equal(cairn_cache_new(m, &cfg, &c), -EINVAL);
+	cfg.segment_size = 256;
+	assert_int_equal(cairn_cache_new(m, &cfg, &c), -EINVAL);
+	/* the device is still ours; an empty device reads as empty */
+	assert_int_equal(cairn_cache_new(m, NULL, &c), 0);
+	assert_int_equal(cairn_cache_segment_size(c), 131072);
+	assert_ptr_equal(cairn_cache_bdev(c), m);
+	assert_int_equal(cairn_cache_read(c, b, 16, 0, NULL), 16);
+	assert_int_equal(cairn_cache_read(c, b, 16, 16, NULL), 0);
+	cairn_cache_free(c);
+	cairn_cache_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random_reads),
+		cmocka_unit_test(test_second_read_hits),
+		cmocka_unit_test(test_merge_neighbours),
+		cmocka_unit_test(test_small_file_whole),
+		cmocka_unit_test(test_sequential_readahead),
+		cmocka_unit_test(test_single_flight),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_passthrough),
+		cmocka_unit_test(test_prefetch),
+		cmocka_unit_test(test_bad_config),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# -o trace=FILE records the first reads as "PATH OFFSET LENGTH" in order;
+# `cairn mkfs --order` takes the file, and the rebuilt image mounts with
+# -o prefetch and serves the same bytes.
+. "$(dirname "$0")/common.inc"
+SRC=$WORK/src
+mkdir -p "$SRC/lib" "$SRC/bin"
+head -c 4000000 /dev/urandom > "$SRC/lib/big.so"
+head -c 300000 /dev/urandom > "$SRC/bin/tool"
+echo cold > "$SRC/unused"
+"$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
+M=$WORK/m
+mnt "$M" "$WORK/img.cairn" -o trace="$WORK/trace" || fail "mount with trace="
+cat "$M/bin/tool" > /dev/null
+dd if="$M/lib/big.so" of=/dev/null bs=64k skip=20 count=2 2>/dev/null
+cat "$M/bin/tool" > /dev/null                 # second read: nothing new
+umnt "$M"
+i=0; while [ ! -s "$WORK/trace" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+cat "$WORK/trace"
+[ "$(head -n 1 "$WORK/trace" | cut -d' ' -f1)" = /bin/tool ] || fail "first traced file"
+grep -q '^/lib/big.so [0-9]* [0-9]*$' "$WORK/trace" || fail "no range of big.so"
+grep -q '^/unused' "$WORK/trace" && fail "traced a file nobody read"
+[ "$(grep -c '^/bin/tool 0 ' "$WORK/trace")" = 1 ] || fail "the re-read was traced again"
+off=$(awk '$1 == "/lib/big.so" { print $2; exit }' "$WORK/trace")
+[ "$off" -ge 1048576 ] && [ "$off" -le 1441792 ] || fail "big.so range starts at $off"
+
+"$CAIRN" mkfs -q --order "$WORK/trace" "$SRC" "$WORK/hot.cairn" || fail "mkfs --order trace"
+"$CAIRN" info "$WORK/hot.cairn" | grep -i 'hot prefix'
+mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms || fail "mount -o prefetch"
+diff -r "$SRC" "$M" || fail "ordered image differs"
+umnt "$M"
+echo "trace: ok"
