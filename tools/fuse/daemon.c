@@ -74,6 +74,11 @@ static void write_stats(struct cairn_fuse *cf)
 			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
 			fprintf(f, "device_bytes %" PRIu64 "\n", dc.bytes);
 			fprintf(f, "device_errors %" PRIu64 "\n", dc.errors);
+			/* request sizes: bucket i counts [2^(i+9), 2^(i+10)) bytes */
+			fprintf(f, "device_size_hist");
+			for (int i = 0; i < CAIRN_STATS_BUCKETS; i++)
+				fprintf(f, " %" PRIu64, dc.hist[i]);
+			fputc('\n', f);
 		}
 		cairn_cache_get_stats(cairn_image_cache(cf->img), &cs);
 		fprintf(f, "cache_hits %" PRIu64 "\ncache_misses %" PRIu64 "\n", cs.hits,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cairn/cairn.h>
@@ -429,6 +430,87 @@ static void test_forget(void **state)
 	cairn_ns_free(ns);
 }
 
+/* Threads change one image directory at once (its copy-up races) while another
+ * lists it and looks names up; run under TSan by `make tsan-test`. */
+struct stress {
+	struct cairn_ns *ns;
+	int id;
+	int errors;
+};
+
+static void *stress_writer(void *arg)
+{
+	struct stress *st = arg;
+	struct cairn_ns *ns = st->ns;
+	char name[32];
+
+	for (int i = 0; i < 200; i++) {
+		struct cairn_ns_entry d, f;
+		size_t len = (size_t)snprintf(name, sizeof(name), "t%d-%d", st->id, i % 8);
+
+		if (walk(ns, "/etc/conf", &d)) {
+			st->errors++;
+			continue;
+		}
+		if (cairn_ns_mknod(ns, d.node, name, len, S_IFREG | 0644, 0, &root, &f) == 0) {
+			if (cairn_ns_write(ns, f.node, name, len, 0, 0, &root) != (ssize_t)len)
+				st->errors++;
+			release_entry(ns, &f);
+		}
+		if (i % 3 == 0)
+			cairn_ns_rename(ns, d.node, name, len, d.node, "shared", 6, 0);
+		else if (i % 3 == 1)
+			cairn_ns_unlink(ns, d.node, name, len);
+		release_entry(ns, &d);
+	}
+	return NULL;
+}
+
+static void *stress_reader(void *arg)
+{
+	struct stress *st = arg;
+	struct cairn_ns *ns = st->ns;
+
+	for (int i = 0; i < 200; i++) {
+		struct cairn_ns_entry d, e;
+		struct names n;
+		char buf[32];
+
+		list(ns, "/etc/conf", &n);
+		if (walk(ns, "/etc/conf", &d))
+			continue;
+		if (cairn_ns_lookup(ns, d.node, "b", 1, &e) == 0) {
+			if (cairn_ns_read(ns, e.node, buf, sizeof(buf), 0) != 1)
+				st->errors++;
+			release_entry(ns, &e);
+		} else {
+			st->errors++;
+		}
+		release_entry(ns, &d);
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, CAIRN_NS_OVERLAY, NULL);
+	struct stress st[4];
+	pthread_t t[4];
+
+	for (int i = 0; i < 4; i++) {
+		st[i] = (struct stress){ ns, i, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, i == 3 ? stress_reader : stress_writer,
+						&st[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(st[i].errors, 0);
+	}
+	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +519,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test_setup_teardown(test_forget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -181,6 +181,41 @@ static void test_readdir(void **state)
 	cairn_ramfs_free(fs);
 }
 
+static void test_big_dir_shrinks(void **state)
+{
+	struct cairn_ramfs *fs = t_new(0, 0);
+	cairn_ino_t root = cairn_ramfs_root(fs);
+	cairn_ino_t d = t_dir(fs, root, "big");
+	struct cairn_ramfs_usage u0, u1, u2;
+	struct cairn_stat st;
+	char name[16];
+
+	(void)state;
+	cairn_ramfs_usage(fs, &u0);
+	for (int i = 0; i < 10000; i++) {
+		int n = snprintf(name, sizeof(name), "e%d", i);
+		assert_int_equal(cairn_ramfs_mknod(fs, d, name, (size_t)n, S_IFREG | 0600, 0, NULL,
+						   &st), 0);
+		cairn_ramfs_forget(fs, st.ino, 1);
+	}
+	cairn_ramfs_usage(fs, &u1);
+	for (int i = 0; i < 10000; i++) {
+		int n = snprintf(name, sizeof(name), "e%d", i);
+		assert_int_equal(cairn_ramfs_unlink(fs, d, name, (size_t)n), 0);
+		if (i % 1000 == 0) {  /* still consistent while shrinking */
+			n = snprintf(name, sizeof(name), "e%d", i + 500);
+			assert_int_equal(cairn_ramfs_lookup(fs, d, name, (size_t)n, &st), 0);
+			cairn_ramfs_forget(fs, st.ino, 1);
+		}
+	}
+	cairn_ramfs_usage(fs, &u2);
+	assert_int_equal(u2.inodes, u0.inodes);
+	/* The index gave its memory back (the inode table keeps its pages). */
+	assert_true(u2.meta_bytes - u0.meta_bytes < (u1.meta_bytes - u0.meta_bytes) / 10);
+	assert_int_equal(t_stat(fs, d).size, 40);
+	cairn_ramfs_free(fs);
+}
+
 static void test_unlink_while_open(void **state)
 {
 	struct cairn_ramfs *fs = t_new(0, 0);
@@ -515,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_dirs_nlink),
 		cmocka_unit_test(test_readdir),
+		cmocka_unit_test(test_big_dir_shrinks),
 		cmocka_unit_test(test_unlink_while_open),
 		cmocka_unit_test(test_lookup_keeps_alive),
 		cmocka_unit_test(test_inode_numbers),
