@@ -137,13 +137,25 @@ def method(r):
   runs as counted by delayfs, and include the mount's own reads.
 - **Ratios** (×) are to the best peer (kernel squashfs/EROFS, squashfuse_ll) in the same
   run and column: below 1.00× beats every peer.
+- **Floor**: requests × delay, the time the emulated disk alone costs. It has no noise,
+  so it tells whether a change helped even when wall times drift: on a busy machine (see
+  the load average above) the wall times are mostly CPU scheduling of the workload and the
+  daemons, and the spread shows how much.
 - Daemon RSS is the peak (VmHWM) of the FUSE daemon (squashfuse_ll, cairn) at the end of
   the warm run; the kernel file systems have no daemon."""
 
 
 # ------------------------------------------------------------------ tables
 
-def ro_table(w):
+def delay_s(text):
+    """'1ms', '250us', '2s', '100ns' (bare: microseconds) -> seconds."""
+    m = re.fullmatch(r"([\d.]+)(ns|us|ms|s)?", str(text).strip())
+    if not m:
+        return None
+    return float(m.group(1)) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2) or "us"]
+
+
+def ro_table(w, delay=None):
     systems = w["systems"]
     stat = {}
     for name, s in systems.items():
@@ -171,11 +183,13 @@ def ro_table(w):
             spread([x["warm"] for x in runs]), ratio(st["warm"], plain),
             spread([x["mount"] for x in runs], "ms"),
             count(st["req"]), ratio(st["req"], b_req),
+            "–" if st["req"] is None or delay is None else f"{st['req'] * delay:.3f}",
             mib(st["bytes"]), ratio(st["bytes"], b_bytes),
             mem_mib(runs) if s["daemon"] else "–",
         ])
     header = ["system", "cold s (min–max)", "cold ×best peer", "warm s (min–max)",
-              "warm ×plain dir", "mount ms", "requests", "req ×best peer", "MiB read",
+              "warm ×plain dir", "mount ms", "requests", "req ×best peer",
+              "floor s (req × delay)", "MiB read",
               "MiB ×best peer", "daemon RSS MiB"]
     text = table(header, rows)
     if plain is not None:
@@ -392,7 +406,7 @@ def write(r, out, b):
     sections = []
     charts = []
     for key, w in r["workloads"].items():
-        text, st, b_cold, b_req, plain = ro_table(w)
+        text, st, b_cold, b_req, plain = ro_table(w, delay_s(r["delay"]))
         stats[key] = (st, b_cold, b_req, plain)
         png = "coldstart.png" if key == "java" else f"coldstart-{key}.png"
         if chart(w, os.path.join(out, "bench", png), f"{w['title']}: cold, {r['delay']} per request"):
