@@ -472,6 +472,7 @@ class Bench:
         # a system slower than this per cycle gets no further runs in that workload
         self.slow_limit = 8.0 if self.quick else 20.0
         self.started = now()
+        self.results["load_start"] = open("/proc/loadavg").read().split()[:3]
         self.dev = os.path.join(self.work, "dev")
         self.imgdir = os.path.join(self.work, "img")
         self.host_warm = []
@@ -1003,6 +1004,7 @@ class Bench:
         if want("other"):
             self.other_sections()
         self.results["elapsed"] = now() - self.started
+        self.results["load_end"] = open("/proc/loadavg").read().split()[:3]
 
     def extra_java(self):
         """cairn reading the image from tmpfs with its own -o delay (full mode only)."""

@@ -75,7 +75,7 @@ def table(header, rows):
 
 # ------------------------------------------------------------------ machine and method
 
-def machine_info(b):
+def machine_info(r):
     cpu = ""
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -106,6 +106,10 @@ def machine_info(b):
                          "-version"]).splitlines()[0:1],
         "python": cmd_out(["/usr/bin/python3.11", "--version"]),
     }
+    if r.get("load_start"):
+        versions["load average"] = (f"{' '.join(r['load_start'])} at the start, "
+                                    f"{' '.join(r.get('load_end', ['?']))} at the end "
+                                    f"(other work shares this machine)")
     lines = []
     for k, v in versions.items():
         if isinstance(v, list):
@@ -325,6 +329,20 @@ def summary(r, stats):
             if plain:
                 goals.append(f"warm/plain dir {c['warm'] / plain:.2f} (goal ≤ 1.05)")
             lines.append(f"- Goals, {name}: " + ", ".join(goals) + ".")
+    for key in ("python", "walk"):
+        w = r["workloads"].get(key)
+        if not w or key not in stats:
+            continue
+        st, b_cold, b_req, plain = stats[key]
+        best = min((n for n, s in w["systems"].items() if s["peer"]),
+                   key=lambda n: st[n]["cold"], default=None)
+        for name in [n for n, s in w["systems"].items() if not s["peer"]]:
+            c = st[name]
+            if best and c["cold"] and c["req"] is not None:
+                lines.append(f"- {w['title']} cold, **{name}**: {c['cold']:.3f} s, "
+                             f"{count(c['req'])} requests; {c['cold'] / st[best]['cold']:.2f}× "
+                             f"the time of the best peer ({best}), "
+                             f"{c['req'] / max(b_req or 1, 1):.2f}× the fewest peer requests.")
     rw = r.get("rw", {}).get("systems", {})
     if "kernel tmpfs" in rw:
         t = {p: med([x[p] for x in rw["kernel tmpfs"]["runs"]])
@@ -406,7 +424,7 @@ Do not edit: every figure below comes from that run. Raw data:
 
 ## Machine
 
-{machine_info(b)}
+{machine_info(r)}
 
 ## Method
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <xxhash.h>
-#include <cairn/format.h>
+#include "../include/cairn/format.h" /* relative: tests/progs build without -I */
 
 static inline uint64_t fixup_get64(const uint8_t *p)
 {

@@ -268,7 +268,8 @@ static void zbuf_keep(struct qcow2_dev *q, uint64_t entry, uint8_t *buf)
  * k compressed clusters e[0..k), the first starting at virtual offset cstart,
  * whose bytes lie in [lo, hi) of the file: one read, then each is inflated
  * straight into the caller's buffer when the read covers it whole, or through a
- * spare cluster (then kept) when it covers only part. Advances *pos.
+ * spare cluster (then kept) when it covers only part. Advances *pos and returns
+ * how many clusters it consumed (at least 1), or -errno.
  */
 static int read_compressed_run(struct reader *r, const struct qcow2_l2e *e, int k,
 			       uint64_t cstart, uint64_t lo, uint64_t hi, uint64_t *pos,
@@ -284,9 +285,10 @@ static int read_compressed_run(struct reader *r, const struct qcow2_l2e *e, int 
 	if (zbuf_hit(r, e[0].entry, *pos, cstart + cs < end ? cstart + cs : end)) {
 		*pos = cstart + cs < end ? cstart + cs : end;
 		if (k == 1)
-			return 0;
+			return 1;
+		/* The rest may form a shorter run on its own (odd layouts). */
+		k = 1 + compressed_run(q, e + 1, k - 1, &lo, &hi);
 		i = 1;
-		compressed_run(q, e + 1, k - 1, &lo, &hi);
 	}
 	in = malloc((size_t)(hi - lo));
 	if (!in)
@@ -300,6 +302,8 @@ static int read_compressed_run(struct reader *r, const struct qcow2_l2e *e, int 
 		uint8_t *spare;
 
 		rc = compressed_desc(q, e[i].entry, &coff, &csize);
+		if (rc == 0 && (coff < lo || csize > hi - coff))
+			rc = -CAIRN_ECORRUPT; /* cannot happen: the run was built from these */
 		if (rc < 0)
 			break;
 		if (*pos == c0 && ve == c0 + cs) {
@@ -321,7 +325,7 @@ static int read_compressed_run(struct reader *r, const struct qcow2_l2e *e, int 
 	}
 	ZSTD_freeDCtx(zctx);
 	free(in);
-	return rc;
+	return rc < 0 ? rc : k;
 }
 
 /* A data cluster must be aligned and start inside the file. */
@@ -427,7 +431,9 @@ ssize_t qcow2_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 				k = rc < 0 ? rc : compressed_run(q, &ents[i], n - i, &lo, &hi);
 				if (k < 0)
 					return k;
-				rc = read_compressed_run(&r, &ents[i], k, cstart, lo, hi, &pos, end);
+				k = read_compressed_run(&r, &ents[i], k, cstart, lo, hi, &pos, end);
+				if (k < 0)
+					return k;
 				i += k;
 				continue;
 			}

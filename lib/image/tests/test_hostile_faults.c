@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fault campaign through the library: mem -> fault -> cache -> image. For each
+ * device request in turn (fail_nth = 1, 2, ... until a whole pass sees no
+ * failure), transient and persistent, as EIO and as short reads, and then at
+ * random rates with many seeds:
+ *   - every call either returns exactly what the clean image gives or -EIO:
+ *     never wrong bytes, never -CAIRN_ECORRUPT (a failed read is not damage);
+ *   - after the plan is cleared, in the same open image (same cache, same
+ *     verified-block bitmap), everything reads back correctly: no failure was
+ *     cached or remembered as corruption.
+ * The cache is small (4 KiB segments, 64 KiB budget) so segments are evicted
+ * and fetched again, and readahead runs on its worker threads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "hostile.h"
+
+#define MAX_NTH 4000
+#define BUF (2u << 20)
+
+static uint8_t *img;
+static size_t img_len;
+
+enum kind { ITEM_FILE, ITEM_DIR, ITEM_LINK, ITEM_XATTR, ITEM_STAT };
+struct item {
+	enum kind kind;
+	const char *path;
+	uint8_t *want;      /* golden bytes */
+	size_t want_len;
+};
+
+static struct item items[] = {
+	{ ITEM_FILE, "/small", NULL, 0 }, { ITEM_FILE, "/big", NULL, 0 }, { ITEM_FILE, "/dir/mid", NULL, 0 },
+	{ ITEM_FILE, "/dir/sub/deep", NULL, 0 }, { ITEM_FILE, "/sparse", NULL, 0 }, { ITEM_FILE, "/hard", NULL, 0 },
+	{ ITEM_FILE, "/link", NULL, 0 }, { ITEM_LINK, "/link", NULL, 0 }, { ITEM_DIR, "/", NULL, 0 }, { ITEM_DIR, "/dir", NULL, 0 },
+	{ ITEM_DIR, "/dir/sub", NULL, 0 }, { ITEM_XATTR, "/small", NULL, 0 }, { ITEM_STAT, "/dir/sub/deep", NULL, 0 },
+	{ ITEM_STAT, "/sparse", NULL, 0 },
+};
+#define NITEMS (sizeof(items) / sizeof(items[0]))
+
+static const struct cairn_cache_config small_cache = {
+	.segment_size = 4096, .budget_bytes = 64u << 10, .max_io = 32u << 10,
+	.readahead_max = 32u << 10, .threads = 2,
+};
+
+struct sink {
+	uint8_t *buf;
+	size_t len;
+};
+
+static int dir_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		  uint64_t next)
+{
+	struct sink *s = ctx;
+
+	if (s->len + len + 16 > BUF)
+		return 1;
+	memcpy(s->buf + s->len, name, len);
+	s->len += len;
+	s->len += (size_t)snprintf((char *)s->buf + s->len, 16, "=%llu,", (unsigned long long)ino);
+	return 0;
+}
+
+/* One item into buf: returns its length or a negative errno. */
+static long get_item(struct cairn_image *im, const struct item *it, uint8_t *buf)
+{
+	cairn_ino_t ino;
+	struct cairn_stat st;
+	struct sink s = { buf, 0 };
+	long rc = cairn_image_resolve(im, it->path, it->kind != ITEM_LINK, &ino);
+	size_t done = 0;
+
+	if (rc)
+		return rc;
+	switch (it->kind) {
+	case ITEM_FILE:
+		for (;;) {
+			/* Odd-sized reads, so they straddle segments. */
+			ssize_t n = cairn_image_read(im, ino, buf + done, 12345, done);
+
+			if (n < 0)
+				return n;
+			if (n == 0)
+				return (long)done;
+			done += (size_t)n;
+			if (done + 12345 > BUF)
+				return -E2BIG;
+		}
+	case ITEM_LINK:
+		return cairn_image_readlink(im, ino, (char *)buf, BUF);
+	case ITEM_DIR:
+		rc = cairn_image_readdir(im, ino, 0, dir_cb, &s);
+		return rc ? rc : (long)s.len;
+	case ITEM_XATTR: {
+		ssize_t n = cairn_image_listxattr(im, ino, (char *)buf, 4096);
+
+		if (n < 0)
+			return n;
+		rc = cairn_image_getxattr(im, ino, "user.a", buf + n, BUF - 8192);
+		if (rc == -ENODATA)
+			rc = 0; /* the temp fs took no user xattrs */
+		return rc < 0 ? rc : n + rc;
+	}
+	case ITEM_STAT:
+		rc = cairn_image_stat(im, ino, &st);
+		if (rc)
+			return rc;
+		return snprintf((char *)buf, 512, "%llu %o %u %u %u %llu %llu %llu %lld.%u %lld.%u",
+				(unsigned long long)st.ino, st.mode, st.nlink, st.uid, st.gid,
+				(unsigned long long)st.size, (unsigned long long)st.blocks,
+				(unsigned long long)st.rdev, (long long)st.mtime.sec, st.mtime.nsec,
+				(long long)st.ctime.sec, st.ctime.nsec);
+	}
+	return -EINVAL;
+}
+
+/* A pass over every item. Faulty: each item is right or -EIO; returns the
+ * number of failed items. Not faulty: every item must be right. */
+static unsigned pass(struct cairn_image *im, uint8_t *buf, int faulty, const char *what)
+{
+	unsigned failed = 0;
+
+	for (size_t i = 0; i < NITEMS; i++) {
+		long n = get_item(im, &items[i], buf);
+
+		if (n < 0 && faulty && n == -EIO) {
+			failed++;
+			continue;
+		}
+		if (n < 0)
+			fail_msg("%s: %s (%d): %s", what, items[i].path, items[i].kind,
+				 cairn_strerror((int)n));
+		if ((size_t)n != items[i].want_len || memcmp(buf, items[i].want, (size_t)n))
+			fail_msg("%s: %s (%d): wrong bytes (%ld, want %zu)", what, items[i].path,
+				 items[i].kind, n, items[i].want_len);
+	}
+	return failed;
+}
+
+/* Opens with plan cfg, runs a faulty pass, clears the plan, runs a clean one.
+ * Returns how many things failed (0: the plan never fired). */
+static unsigned campaign_one(const struct cairn_fault_config *cfg, uint8_t *buf, const char *what)
+{
+	struct cairn_image *im = NULL;
+	struct cairn_bdev *fault = NULL;
+	unsigned failed;
+	int rc = hostile_open(img, img_len, cfg, &small_cache, &fault, &im);
+
+	if (rc) {
+		if (rc != -EIO)
+			fail_msg("%s: open: %s (want EIO)", what, cairn_strerror(rc));
+		return 1;
+	}
+	failed = pass(im, buf, 1, what);
+	assert_int_equal(cairn_bdev_fault_set(fault, NULL), 0);
+	cairn_cache_drain(cairn_image_cache(im));
+	pass(im, buf, 0, what);
+	/* And fsck agrees nothing is damaged. */
+	assert_int_equal(cairn_image_fsck(im, CAIRN_FSCK_DATA, NULL, NULL), 0);
+	cairn_image_close(im);
+	return failed;
+}
+
+/* Fails request 1, 2, ... in turn. EIO and persistent runs end when a whole
+ * pass no longer fails (past its last request): that count is remembered for
+ * short reads, which the reader absorbs (it reads the rest), so they never
+ * show as failures and cannot find the end themselves. */
+static uint64_t pass_requests;
+
+static void each_request(enum cairn_fault_kind kind, int persistent)
+{
+	uint8_t *buf = malloc(BUF);
+	char what[96];
+	uint64_t n, last = kind == CAIRN_FAULT_SHORT ? pass_requests + 1 : MAX_NTH;
+
+	assert_non_null(buf);
+	if (kind == CAIRN_FAULT_SHORT && !pass_requests) {
+		each_request(CAIRN_FAULT_EIO, 0);
+		last = pass_requests + 1;
+	}
+	for (n = 1; n <= last; n++) {
+		struct cairn_fault_config cfg = { .fail_nth = n, .kind = kind,
+						  .persistent = persistent };
+
+		snprintf(what, sizeof(what), "%s%s request %llu",
+			 kind == CAIRN_FAULT_EIO ? "EIO" : "short",
+			 persistent ? " persistent" : "", (unsigned long long)n);
+		if (campaign_one(&cfg, buf, what) == 0 && kind != CAIRN_FAULT_SHORT)
+			break; /* past the last request of a pass */
+	}
+	if (kind == CAIRN_FAULT_EIO && !persistent)
+		pass_requests = n - 1;
+	print_message("%s%s: failed each of %llu requests in turn\n",
+		      kind == CAIRN_FAULT_EIO ? "EIO" : "short", persistent ? " persistent" : "",
+		      (unsigned long long)(n - 1));
+	assert_true(n > 3);
+	free(buf);
+}
+
+static void test_each_request_eio(void **state) { each_request(CAIRN_FAULT_EIO, 0); }
+static void test_each_request_short(void **state) { each_request(CAIRN_FAULT_SHORT, 0); }
+static void test_each_request_persistent(void **state) { each_request(CAIRN_FAULT_EIO, 1); }
+
+static void test_random(void **state)
+{
+	static const uint32_t rates[] = { 20, 200, 600 };
+	uint8_t *buf = malloc(BUF);
+	unsigned fired = 0;
+	char what[96];
+
+	assert_non_null(buf);
+	for (size_t r = 0; r < sizeof(rates) / sizeof(rates[0]); r++) {
+		for (uint64_t seed = 1; seed <= 30; seed++) {
+			struct cairn_fault_config cfg = {
+				.random_permille = rates[r], .seed = seed,
+				.kind = seed % 3 ? CAIRN_FAULT_EIO : CAIRN_FAULT_SHORT,
+				.persistent = seed % 5 == 0,
+			};
+
+			snprintf(what, sizeof(what), "random %u/1000 seed %llu", rates[r],
+				 (unsigned long long)seed);
+			fired += campaign_one(&cfg, buf, what) > 0;
+		}
+	}
+	print_message("random faults: %u of 90 runs saw failures\n", fired);
+	assert_true(fired > 30);
+	free(buf);
+}
+
+static int setup(void **state)
+{
+	struct cairn_image *im = NULL;
+	uint8_t *buf = malloc(BUF);
+
+	img = hostile_build(&img_len);
+	assert_non_null(buf);
+	assert_int_equal(hostile_open(img, img_len, NULL, NULL, NULL, &im), 0);
+	for (size_t i = 0; i < NITEMS; i++) {
+		long n = get_item(im, &items[i], buf);
+
+		if (n < 0)
+			fail_msg("golden %s: %s", items[i].path, cairn_strerror((int)n));
+		items[i].want = malloc((size_t)n + 1);
+		assert_non_null(items[i].want);
+		memcpy(items[i].want, buf, (size_t)n);
+		items[i].want_len = (size_t)n;
+	}
+	/* The golden copy is the image's content, checked against the source. */
+	assert_int_equal(items[1].want_len, 300 * 1024);
+	for (size_t i = 0; i < items[1].want_len; i++)
+		if (items[1].want[i] != hostile_byte(i, 2))
+			fail_msg("golden /big differs from its source at %zu", i);
+	cairn_image_close(im);
+	free(buf);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	for (size_t i = 0; i < NITEMS; i++)
+		free(items[i].want);
+	free(img);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_each_request_eio),
+		cmocka_unit_test(test_each_request_short),
+		cmocka_unit_test(test_each_request_persistent),
+		cmocka_unit_test(test_random),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
