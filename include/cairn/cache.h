@@ -27,7 +27,7 @@ struct cairn_cache_config {
 				   each read goes to the device as it is asked (the MFS mode) */
 	size_t max_io;          /* largest device request; 0 = default (1 MiB) */
 	size_t readahead_max;   /* largest readahead window; 0 = default (4 MiB) */
-	unsigned threads;       /* readahead workers; 0 = default (2) */
+	unsigned threads;       /* readahead workers; 0 = default (4) */
 	size_t small_file;      /* a file (hint range) this small, or the rest of one, is
 				   fetched whole on its first miss; 0 = default (256 KiB) */
 };

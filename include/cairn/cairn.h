@@ -7,5 +7,6 @@
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
 #include <cairn/image.h>
+#include <cairn/mkfs.h>
 #include <cairn/ramfs.h>
 #endif

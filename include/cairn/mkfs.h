@@ -40,6 +40,8 @@ struct cairn_mkfs_opts {
 	size_t exclude_count;
 	const char *order_file;     /* NULL or a file of in-image paths (data order) */
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
+	const char *output;         /* NULL or the image path: an existing file there is
+				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
 	 * few MiB; may be NULL. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);

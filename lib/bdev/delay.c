@@ -10,7 +10,7 @@
  * later; with a cap the transfer also queues on one shared bus. The finish time
  * is reserved under a short lock and then slept to as an absolute deadline on
  * CLOCK_MONOTONIC, so scheduling jitter and the time spent in the layers above
- * never accumulate into drift. The read below happens after the sleep.
+ * never accumulate into drift. The read below runs inside that time.
  * Owns `below` on success.
  */
 #include <errno.h>
@@ -84,10 +84,17 @@ static uint64_t reserve(struct delay_bdev *d, size_t len)
 static ssize_t delay_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct delay_bdev *d = (struct delay_bdev *)dev;
+	uint64_t deadline;
+	ssize_t n;
 
-	if (d->latency_ns || d->bandwidth_bps)
-		sleep_until(reserve(d, len));
-	return cairn_bdev_read(dev->below, buf, len, off);
+	if (!d->latency_ns && !d->bandwidth_bps)
+		return cairn_bdev_read(dev->below, buf, len, off);
+	/* The copy below happens inside the latency, as a disk's DMA does: the
+	 * request completes at its deadline, or when the copy ends if later. */
+	deadline = reserve(d, len);
+	n = cairn_bdev_read(dev->below, buf, len, off);
+	sleep_until(deadline);
+	return n;
 }
 
 static void delay_close(struct cairn_bdev *dev)

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cache/cache_internal.h"
 
 /* Defaults; the segment size is chosen by measurement, see docs/BENCHMARKS.md. */
@@ -25,11 +24,10 @@
 #define DEFAULT_BUDGET      (64u << 20)
 #define DEFAULT_MAX_IO      (1u << 20)
 #define DEFAULT_RA_MAX      (4u << 20)
-#define DEFAULT_THREADS     2u
+#define DEFAULT_THREADS     4u
 #define DEFAULT_SMALL_FILE  (256u << 10)
 #define MAX_THREADS         64u
 #define MAX_SEGMENT         (64u << 20)
-#define MMAP_MIN_SEGMENT    (64u << 10)
 
 static unsigned log2_exact(size_t v)
 {
@@ -72,7 +70,6 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 	c->nthreads = d.threads ? d.threads : DEFAULT_THREADS;
 	if (c->nthreads > MAX_THREADS)
 		c->nthreads = MAX_THREADS;
-	c->use_mmap = S >= MMAP_MIN_SEGMENT && S % (size_t)sysconf(_SC_PAGESIZE) == 0;
 	pthread_mutex_init(&c->lru_lock, NULL);
 	pthread_mutex_init(&c->stream_lock, NULL);
 	pthread_mutex_init(&c->job_lock, NULL);
@@ -81,9 +78,16 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 	if (!c->passthrough) {
 		rc = segtable_init(c);
 		if (!rc) {
-			rc = workers_start(c);
+			rc = arena_init(c);
 			if (rc)
 				segtable_destroy(c);
+		}
+		if (!rc) {
+			rc = workers_start(c);
+			if (rc) {
+				segtable_destroy(c);
+				arena_destroy(c);
+			}
 		}
 		if (rc) {
 			c->dev = NULL; /* the caller keeps it */
@@ -101,6 +105,7 @@ void cairn_cache_free(struct cairn_cache *c)
 		return;
 	workers_stop(c);
 	segtable_destroy(c);
+	arena_destroy(c);
 	pthread_mutex_destroy(&c->lru_lock);
 	pthread_mutex_destroy(&c->stream_lock);
 	pthread_mutex_destroy(&c->job_lock);
@@ -202,12 +207,12 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 
 	if (want > c->dev_size - off)
 		want = c->dev_size - off;
+	evict_to_budget(c, n << c->seg_shift);
 	err = seg_alloc_run(c, s, n, &tmp);
 	if (!err) {
 		unsigned char *dst = tmp ? tmp : s[0]->data;
 		ssize_t r;
 
-		evict_to_budget(c);
 		r = cairn_bdev_read(c->dev, dst, (size_t)want, off);
 		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
 		if (r >= 0 && (uint64_t)r == want) {
@@ -223,7 +228,7 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 
 				memcpy(s[i]->data, tmp + o, (size_t)l);
 			}
-		free(tmp);
+		bounce_put(c, tmp);
 	}
 	if (err) {
 		fail_claims(c, s, n, err);

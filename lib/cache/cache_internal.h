@@ -4,9 +4,10 @@
  *   cache.c      public API, the read path, fetching runs from the device
  *   segtable.c   sharded hash of segments, CLOCK eviction, segment memory
  *   readahead.c  per-stream sequential detector, worker threads and jobs
+ *   arena.c      segment memory: fixed slots in one reused arena, bounce buffers
  *
  * Locking (always in this order, never the reverse):
- *   lru_lock -> shard lock.   The job queue lock and the stream lock are leaves.
+ *   lru_lock -> shard lock.   The job queue, stream and slot locks are leaves.
  * A segment's state, refs, referenced and from_ra are guarded by its shard lock.
  * Its data is immutable once READY, and lives until its last reference drops.
  */
@@ -21,6 +22,8 @@
 
 #define CACHE_SHARDS 64u          /* power of two */
 #define CACHE_STREAMS 16u         /* sequential streams tracked at once */
+#define CACHE_BOUNCE_POOL 8u      /* bounce buffers kept for reuse */
+#define SEG_NO_SLOT UINT32_MAX
 
 enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED };
 
@@ -31,6 +34,7 @@ struct seg {
 	unsigned char *data;
 	size_t alloc;               /* bytes of memory charged to the budget */
 	uint32_t len;               /* valid bytes (short only at the device end) */
+	uint32_t slot;              /* arena slot, or SEG_NO_SLOT (malloc'd data) */
 	int refs;                   /* hash membership + readers holding it */
 	int err;                    /* SEG_FAILED: the negative errno */
 	uint8_t state;
@@ -74,9 +78,17 @@ struct cairn_cache {
 	size_t ra_max;
 	size_t small_file;
 	int passthrough;            /* budget CAIRN_CACHE_OFF */
-	int use_mmap;               /* segment memory from mmap (else malloc) */
 
 	struct shard *shards;
+
+	pthread_mutex_t slot_lock;  /* guards the slot free list and the bounce pool */
+	unsigned char *arena;       /* nslots * seg_size bytes, 2 MiB aligned */
+	void *arena_map;
+	size_t arena_map_len;
+	size_t nslots, nfree;
+	uint32_t *free_slots;       /* a stack of free slot numbers */
+	unsigned char *bounce[CACHE_BOUNCE_POOL];
+	size_t nbounce;
 
 	pthread_mutex_t lru_lock;
 	struct seg *lru_head;       /* the CLOCK hand points here */
@@ -123,11 +135,18 @@ void seg_unhash(struct cairn_cache *c, struct shard *sh, struct seg *s);
 struct seg *seg_unref_locked(struct seg *s);
 void seg_destroy(struct cairn_cache *c, struct seg *s);
 void seg_release(struct cairn_cache *c, struct seg *s); /* locks, unrefs, frees */
-/* Memory for a run of n segments; fills s[i]->data. 0 or -ENOMEM. */
-int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp);
-void seg_free_data(struct cairn_cache *c, struct seg *s);
 void lru_add(struct cairn_cache *c, struct seg **s, size_t n);
-void evict_to_budget(struct cairn_cache *c);
+/* Evict until `need` more bytes fit in the budget. */
+void evict_to_budget(struct cairn_cache *c, size_t need);
+
+/* arena.c */
+int arena_init(struct cairn_cache *c);
+void arena_destroy(struct cairn_cache *c);
+/* Memory for a run of n segments; fills s[i]->data, and *tmp with a bounce
+ * buffer of max_io bytes when n > 1 (give it back with bounce_put). */
+int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp);
+void bounce_put(struct cairn_cache *c, unsigned char *buf);
+void seg_free_data(struct cairn_cache *c, struct seg *s);
 
 /* cache.c */
 /* Read a run of consecutive claimed segments in one device request and publish

@@ -6,16 +6,11 @@
  * (under its shard lock), so the ring lock is taken on fills and evictions,
  * never on the hit path.
  *
- * Segment memory: with segments of 64 KiB and more, a run of n segments is one
- * anonymous mmap (one read from the device fills it) and each segment later
- * gives its own slice back with munmap, so RSS falls as soon as a segment is
- * evicted. Smaller segments are malloc'd one by one (a run is read into a
- * bounce buffer and copied), and freed memory is reused by the next fill.
+ * Segment memory comes from arena.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include "cache/cache_internal.h"
 
 #define INITIAL_BUCKETS 16u
@@ -106,6 +101,7 @@ struct seg *seg_insert_fetching(struct cairn_cache *c, struct shard *sh, uint64_
 	if (!s)
 		return NULL;
 	s->idx = idx;
+	s->slot = SEG_NO_SLOT;
 	s->refs = refs;
 	s->state = SEG_FETCHING;
 	if (sh->count >= sh->nbuckets)
@@ -136,17 +132,6 @@ struct seg *seg_unref_locked(struct seg *s)
 	return --s->refs == 0 ? s : NULL;
 }
 
-void seg_free_data(struct cairn_cache *c, struct seg *s)
-{
-	if (!s->data)
-		return;
-	if (c->use_mmap)
-		munmap(s->data, s->alloc);
-	else
-		free(s->data);
-	s->data = NULL;
-}
-
 void seg_destroy(struct cairn_cache *c, struct seg *s)
 {
 	seg_free_data(c, s);
@@ -163,43 +148,6 @@ void seg_release(struct cairn_cache *c, struct seg *s)
 	pthread_mutex_unlock(&sh->lock);
 	if (dead)
 		seg_destroy(c, dead);
-}
-
-int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp)
-{
-	size_t S = c->seg_size;
-
-	*tmp = NULL;
-	if (c->use_mmap) {
-		unsigned char *base = mmap(NULL, n * S, PROT_READ | PROT_WRITE,
-					   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-
-		if (base == MAP_FAILED)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++) {
-			s[i]->data = base + i * S;
-			s[i]->alloc = S;
-		}
-	} else {
-		if (n > 1 && !(*tmp = malloc(n * S)))
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++) {
-			s[i]->data = malloc(S);
-			if (!s[i]->data) {
-				for (size_t j = 0; j < i; j++) {
-					free(s[j]->data);
-					s[j]->data = NULL;
-					s[j]->alloc = 0;
-				}
-				free(*tmp);
-				*tmp = NULL;
-				return -ENOMEM;
-			}
-			s[i]->alloc = S;
-		}
-	}
-	atomic_fetch_add_explicit(&c->resident, n * S, memory_order_relaxed);
-	return 0;
 }
 
 /* Ring operations; lru_lock held. The hand (lru_head) is the oldest segment. */
@@ -247,16 +195,17 @@ void lru_add(struct cairn_cache *c, struct seg **s, size_t n)
  * finding a victim means everything is pinned by in-flight work; stop then, the
  * overshoot is bounded by the fetches in flight.
  */
-void evict_to_budget(struct cairn_cache *c)
+void evict_to_budget(struct cairn_cache *c, size_t need)
 {
 	struct seg *dead = NULL;
 	size_t turns = 0;
+	size_t limit = c->budget > need ? c->budget - need : 0;
 
-	if (atomic_load_explicit(&c->resident, memory_order_relaxed) <= c->budget)
+	if (atomic_load_explicit(&c->resident, memory_order_relaxed) <= limit)
 		return;
 	pthread_mutex_lock(&c->lru_lock);
 	while (c->lru_head &&
-	       atomic_load_explicit(&c->resident, memory_order_relaxed) > c->budget) {
+	       atomic_load_explicit(&c->resident, memory_order_relaxed) > limit) {
 		struct seg *s = c->lru_head, *d;
 		struct shard *sh = seg_shard(c, s->idx);
 

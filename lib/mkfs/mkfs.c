@@ -404,6 +404,13 @@ int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out)
 	}
 	if (o->order_file && !(m->o.order_file = strdup(o->order_file)))
 		goto nomem;
+	m->o.output = NULL;
+	struct stat st;
+	if (o->output && !stat(o->output, &st) && S_ISREG(st.st_mode)) {
+		m->skip_set = 1;
+		m->skip_dev = (uint64_t)st.st_dev;
+		m->skip_ino = (uint64_t)st.st_ino;
+	}
 	uint32_t root;
 	if (mk_synth(m, S_IFDIR | 0755, &root))
 		goto nomem;

@@ -100,6 +100,8 @@ struct cairn_mkfs {
 	struct mk_vec hl;      /* struct mk_hardlink */
 	uint32_t root;         /* inode index of "/" */
 	int64_t build_time;
+	int skip_set;          /* an old image at opts.output: skip it in walks */
+	uint64_t skip_dev, skip_ino;
 	char err[1024];
 	struct cairn_mkfs_stats stats;
 	/* scan scratch */

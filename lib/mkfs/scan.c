@@ -542,6 +542,9 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 				    CAIRN_NAME_MAX);
 		} else if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW)) {
 			rc = mk_err(m, -errno, "%s: %s", h, strerror(errno));
+		} else if (m->skip_set && (uint64_t)st.st_dev == m->skip_dev &&
+			   (uint64_t)st.st_ino == m->skip_ino) {
+			/* the image being replaced, inside the tree being packed */
 		} else if (S_ISDIR(st.st_mode)) {
 			rc = dir_inode(m, dir, names[i], nl, g, fresh, &ino);
 			if (!rc) {

@@ -240,9 +240,9 @@ static int check_reg(const struct ramfs_inode *n)
 {
 	if (!n)
 		return -ENOENT;
-	if (S_ISDIR(n->mode))
+	if (S_ISDIR(n->type))
 		return -EISDIR;
-	return S_ISREG(n->mode) ? 0 : -EINVAL;
+	return S_ISREG(n->type) ? 0 : -EINVAL;
 }
 
 /* Relatime: atime moves only when it is not newer than mtime/ctime or a day old. */
@@ -538,7 +538,7 @@ int cairn_ramfs_fallocate(struct cairn_ramfs *fs, cairn_ino_t ino, int mode, uin
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return -EOPNOTSUPP;
-	if (S_ISDIR(n->mode))
+	if (S_ISDIR(n->type))
 		return -EISDIR;
 	if (err)
 		return -ENODEV; /* as fallocate(2) on a fifo or device */

@@ -17,7 +17,7 @@
 
 bool ramfs_is_dir(const struct ramfs_inode *n)
 {
-	return S_ISDIR(n->mode);
+	return S_ISDIR(n->type);
 }
 
 static size_t dirent_size(size_t len)
@@ -216,7 +216,7 @@ static int get_dir(struct cairn_ramfs *fs, cairn_ino_t ino, struct ramfs_inode *
 
 	if (!d)
 		return -ENOENT;
-	if (!S_ISDIR(d->mode))
+	if (!S_ISDIR(d->type))
 		return -ENOTDIR;
 	*out = d;
 	return 0;
@@ -428,7 +428,7 @@ int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir
 	err = n ? get_live_dir(fs, newdir, &d) : -ENOENT;
 	if (!err && (is_dot(name, len) || is_dotdot(name, len) || dir_find(&d->u.dir, name, len)))
 		err = -EEXIST;
-	if (!err && S_ISDIR(n->mode))
+	if (!err && S_ISDIR(n->type))
 		err = -EPERM;
 	if (!err && n->nlink == 0)
 		err = -ENOENT;
@@ -453,7 +453,7 @@ static void remove_entry(struct cairn_ramfs *fs, struct ramfs_inode *d, struct r
 			 const struct cairn_time *now)
 {
 	struct ramfs_inode *n = de->node;
-	bool isdir = S_ISDIR(n->mode);
+	bool isdir = S_ISDIR(n->type);
 
 	dir_del(fs, &d->u.dir, de);
 	if (isdir) {
@@ -491,9 +491,9 @@ static int remove_name(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name
 		de = dir_find(&d->u.dir, name, len);
 		err = de ? 0 : -ENOENT;
 	}
-	if (!err && want_dir && !S_ISDIR(de->node->mode))
+	if (!err && want_dir && !S_ISDIR(de->node->type))
 		err = -ENOTDIR;
-	if (!err && !want_dir && S_ISDIR(de->node->mode))
+	if (!err && !want_dir && S_ISDIR(de->node->type))
 		err = -EISDIR;
 	if (!err && want_dir && de->node->u.dir.count)
 		err = -ENOTEMPTY;
@@ -532,7 +532,7 @@ static void set_parent(struct ramfs_inode *n, struct ramfs_inode *parent,
 		       const struct cairn_time *now)
 {
 	pthread_rwlock_wrlock(&n->lock);
-	if (S_ISDIR(n->mode))
+	if (S_ISDIR(n->type))
 		n->u.dir.parent = parent;
 	n->ctime = *now;
 	pthread_rwlock_unlock(&n->lock);
@@ -543,7 +543,7 @@ static void rename_exchange(struct ramfs_inode *od, struct ramfs_dirent *ode,
 			    const struct cairn_time *now)
 {
 	struct ramfs_inode *src = ode->node, *dst = nde->node;
-	int moved = (S_ISDIR(src->mode) ? 1 : 0) - (S_ISDIR(dst->mode) ? 1 : 0);
+	int moved = (S_ISDIR(src->type) ? 1 : 0) - (S_ISDIR(dst->type) ? 1 : 0);
 
 	ode->node = dst;
 	nde->node = src;
@@ -562,12 +562,12 @@ static int rename_move(struct cairn_ramfs *fs, struct ramfs_inode *od, struct ra
 		       size_t newlen, const struct cairn_time *now)
 {
 	struct ramfs_inode *src = ode->node, *dst = nde ? nde->node : NULL;
-	bool isdir = S_ISDIR(src->mode);
+	bool isdir = S_ISDIR(src->type);
 	int err;
 
 	if (dst) {
 		/* Reuse the target's entry: nothing to allocate, nothing can fail. */
-		bool dstdir = S_ISDIR(dst->mode);
+		bool dstdir = S_ISDIR(dst->type);
 
 		nde->node = src;
 		pthread_rwlock_wrlock(&dst->lock);
@@ -638,11 +638,11 @@ int cairn_ramfs_rename(struct cairn_ramfs *fs, cairn_ino_t olddir, const char *o
 	err = 0;
 	if (src == dst)
 		goto out; /* the same file under both names: nothing to do */
-	if (S_ISDIR(src->mode) && is_ancestor(src, nd)) {
+	if (S_ISDIR(src->type) && is_ancestor(src, nd)) {
 		err = -EINVAL; /* a directory into its own subtree */
 		goto out;
 	}
-	if (dst && S_ISDIR(dst->mode) && is_ancestor(dst, od)) {
+	if (dst && S_ISDIR(dst->type) && is_ancestor(dst, od)) {
 		err = (flags & RENAME_EXCHANGE) ? -EINVAL : -ENOTEMPTY;
 		goto out;
 	}
@@ -651,11 +651,11 @@ int cairn_ramfs_rename(struct cairn_ramfs *fs, cairn_ino_t olddir, const char *o
 		rename_exchange(od, ode, nd, nde, &now);
 		goto out;
 	}
-	if (dst && S_ISDIR(src->mode) && !S_ISDIR(dst->mode))
+	if (dst && S_ISDIR(src->type) && !S_ISDIR(dst->type))
 		err = -ENOTDIR;
-	else if (dst && !S_ISDIR(src->mode) && S_ISDIR(dst->mode))
+	else if (dst && !S_ISDIR(src->type) && S_ISDIR(dst->type))
 		err = -EISDIR;
-	else if (dst && S_ISDIR(dst->mode) && dst->u.dir.count)
+	else if (dst && S_ISDIR(dst->type) && dst->u.dir.count)
 		err = -ENOTEMPTY;
 	else
 		err = rename_move(fs, od, ode, nd, nde, newname, newlen, &now);
@@ -671,7 +671,7 @@ ssize_t cairn_ramfs_readlink(struct cairn_ramfs *fs, cairn_ino_t ino, char *buf,
 
 	if (!n)
 		return -ENOENT;
-	if (!S_ISLNK(n->mode))
+	if (!S_ISLNK(n->type))
 		return -EINVAL;
 	/* The target never changes after creation; size is its length. */
 	if (len < n->size)
@@ -700,7 +700,7 @@ static void rd_put(struct rd_entry *e, const char *name, size_t len, const struc
 		   uint64_t next)
 {
 	e->ino = n->ino;
-	e->dtype = dtype_of(n->mode);
+	e->dtype = dtype_of(n->type);
 	e->next = next;
 	e->len = (uint16_t)len;
 	memcpy(e->name, name, len);
@@ -808,7 +808,7 @@ int cairn_ramfs_resolve(struct cairn_ramfs *fs, const char *path, int follow, ca
 		size_t len = (size_t)(end - p);
 		struct ramfs_inode *n;
 
-		if (!S_ISDIR(cur->mode)) {
+		if (!S_ISDIR(cur->type)) {
 			err = -ENOTDIR;
 			break;
 		}
@@ -822,7 +822,7 @@ int cairn_ramfs_resolve(struct cairn_ramfs *fs, const char *path, int follow, ca
 			break;
 		}
 		bool last = !end[strspn(end, "/")];
-		if (S_ISLNK(n->mode) && (!last || follow || *end == '/')) {
+		if (S_ISLNK(n->type) && (!last || follow || *end == '/')) {
 			/* Splice the target in front of the rest of the path. */
 			char *nb;
 
@@ -840,7 +840,7 @@ int cairn_ramfs_resolve(struct cairn_ramfs *fs, const char *path, int follow, ca
 			buf = p = nb;
 			continue;
 		}
-		if (last && *end == '/' && !S_ISDIR(n->mode)) {
+		if (last && *end == '/' && !S_ISDIR(n->type)) {
 			err = -ENOTDIR;
 			break;
 		}

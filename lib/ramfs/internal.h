@@ -85,6 +85,7 @@ struct ramfs_inode {
 	pthread_rwlock_t lock;
 	atomic_uint_fast64_t refs;
 	cairn_ino_t ino;
+	uint32_t type;                  /* mode & S_IFMT, never changes: read without locks */
 	uint32_t mode, nlink, uid, gid;
 	uint64_t size, rdev;
 	uint64_t nchunks;               /* allocated chunks (st_blocks) */

@@ -202,6 +202,7 @@ int ramfs_inode_new(struct cairn_ramfs *fs, uint32_t mode, uint32_t uid, uint32_
 	pthread_rwlock_init(&n->lock, NULL);
 	atomic_init(&n->refs, 0);
 	n->mode = mode;
+	n->type = mode & S_IFMT;
 	n->uid = uid;
 	n->gid = gid;
 	ramfs_now(&n->atime);

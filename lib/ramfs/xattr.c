@@ -41,7 +41,7 @@ static int check_xattr_name(const struct ramfs_inode *n, const char *name, bool 
 		if (len == pl)
 			return -EINVAL;
 		/* user.* only on files and directories (xattr_permission()). */
-		if (i == 0 && !S_ISREG(n->mode) && !S_ISDIR(n->mode))
+		if (i == 0 && !S_ISREG(n->type) && !S_ISDIR(n->type))
 			return writing ? -EPERM : -ENODATA;
 		return 0;
 	}

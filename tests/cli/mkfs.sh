@@ -72,6 +72,12 @@ cmp "$src/big.bin" "$work/out/big.bin" || fail "big.bin differs"
 [ "$(stat -c %s "$work/out/sparse")" = 6442450944 ] || fail "sparse size"
 
 
+# --- building into the tree: the old image is not packed into the new one ---
+cp -a "$src" "$work/self"
+"$CAIRN" mkfs -q "$work/self" "$work/self/self.img" || fail "mkfs into the tree"
+"$CAIRN" mkfs -q "$work/self" "$work/self/self.img" || fail "mkfs into the tree again"
+"$CAIRN" ls "$work/self/self.img" / | grep -q self.img && fail "the old image was packed"
+
 # --- SOURCE_DATE_EPOCH clamps times and sets build_time; --all-root ---
 SOURCE_DATE_EPOCH=1000000 "$CAIRN" mkfs -q --all-root "$src" "$work/e.img" || fail "mkfs epoch"
 [ "$(le64 "$work/e.img" 184)" = 1000000 ] || fail "build_time not SOURCE_DATE_EPOCH"

@@ -17,7 +17,8 @@ static const char mkfs_help[] =
 	"\n"
 	"Build a cairn image from a directory tree or a manifest (docs/MANIFEST.md).\n"
 	"The image is written to a temporary file next to IMAGE, synced and renamed;\n"
-	"on any error nothing is left at IMAGE.\n"
+	"on any error nothing is left at IMAGE. An old IMAGE inside SRC_DIR is left\n"
+	"out of the new one. Source atimes are preserved (files are read O_NOATIME).\n"
 	"\n"
 	"options:\n"
 	"  --manifest FILE    take the tree from FILE ('/guest: host', '**' globs, '->')\n"
@@ -233,6 +234,7 @@ int cmd_mkfs(int argc, char **argv)
 		o.set_epoch = 1;
 		o.epoch = v;
 	}
+	o.output = pos[npos - 1];
 	o.excludes = excl;
 	o.exclude_count = nexcl;
 	ui.bar = !ui.quiet && isatty(STDERR_FILENO);

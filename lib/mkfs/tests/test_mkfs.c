@@ -544,6 +544,49 @@ static void test_errors(void **state)
 	cairn_mkfs_free(m);
 }
 
+/* Paths longer than PATH_MAX: the walk and the data copy still reach them. */
+static void test_deep(void **state)
+{
+	char p[1024], img[1024];
+	struct img im;
+
+	pathf(p, sizeof(p), "deep");
+	assert_int_equal(mkdir(p, 0755), 0);
+	int fd = open(p, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 250; i++) { /* 250 * 30 bytes > PATH_MAX */
+		char name[64];
+		snprintf(name, sizeof(name), "level-%03d-xxxxxxxxxxxxxxxxxxxx", i);
+		assert_int_equal(mkdirat(fd, name, 0755), 0);
+		int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		assert_true(nfd >= 0);
+		close(fd);
+		fd = nfd;
+	}
+	int f = openat(fd, "leaf", O_WRONLY | O_CREAT, 0644);
+	char data[10000];
+	memset(data, 'd', sizeof(data));
+	assert_int_equal(write(f, data, sizeof(data)), (ssize_t)sizeof(data));
+	close(f);
+	assert_int_equal(symlinkat("leaf", fd, "link"), 0);
+	close(fd);
+	assert_int_equal(build("deep.cairn", NULL, "deep"), 0);
+	pathf(img, sizeof(img), "deep.cairn");
+	img_load(&im, img);
+	img_check_super(&im);
+	assert_true(im.s.inode_count == 1 + 1 + 250 + 2);
+	/* the leaf's data: the one contiguous file */
+	const struct cairn_disk_inode *leaf = NULL;
+	for (uint64_t ino = 1; ino < im.s.inode_count; ino++)
+		if (S_ISREG(img_inode(&im, ino)->mode))
+			leaf = img_inode(&im, ino);
+	assert_non_null(leaf);
+	uint8_t *b = img_file(&im, leaf);
+	assert_memory_equal(b, data, sizeof(data));
+	free(b);
+	free(im.p);
+}
+
 /* ---- parsers ---- */
 
 struct collect {
@@ -627,6 +670,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_build, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deep, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
