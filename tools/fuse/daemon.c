@@ -149,6 +149,11 @@ static void *ra_main(void *arg)
 	pthread_mutex_unlock(&cf->init_lock);
 	if (fuse_session_exited(cf->se) || stat(cf->mnt_abs, &st))
 		return NULL;
+	/* A traced or prefetched mount keeps the kernel's small read-ahead: the
+	 * trace then records what the program read, not 4 MiB windows around it,
+	 * so the hot prefix (and the prefetch) stays close to what it needs. */
+	if (cf->o->trace_file || cf->o->prefetch)
+		return NULL;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
 		 minor(st.st_dev));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
