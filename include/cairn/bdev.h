@@ -88,6 +88,10 @@ int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_conf
 			 struct cairn_bdev **out);
 /* Change or clear (cfg NULL) the fault plan; clears persistent failures. */
 int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config *cfg);
+/* Requests seen and faults injected since the plan was last set. A fault on a
+ * speculative request (readahead) may be absorbed by a retry above, so tests ask
+ * "did the plan fire" here rather than infer it from what the caller saw. */
+int cairn_bdev_fault_counts(struct cairn_bdev *dev, uint64_t *requests, uint64_t *injected);
 
 /* qcow2: a read-only view of the virtual disk in a qcow2 file (versions 2 and 3,
  * zlib and zstd compressed clusters, extended L2 with subclusters, backing chains).

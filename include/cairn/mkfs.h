@@ -45,6 +45,8 @@ struct cairn_mkfs_opts {
 	/* Progress of the data copy: done and total bytes. Called at most every
 	 * few MiB; may be NULL. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	/* Progress of the scan: entries seen so far, every 8192; may be NULL. */
+	void (*scan_progress)(void *ctx, uint64_t entries);
 	/* Non-fatal notes (e.g. an --order path not in the image); may be NULL. */
 	void (*warn)(void *ctx, const char *msg);
 	void *ctx;

@@ -100,7 +100,9 @@ void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
  * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a
- * negative errno if reading failed. *from_image (may be NULL) says which layer. */
+ * negative errno if reading failed. *from_image (may be NULL) says which layer.
+ * fn may reply to whoever holds the node (FUSE): after it has run, the node can be
+ * forgotten at any moment, so callers must not use the node id afterwards. */
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
 		      cairn_iov_fn fn, void *ctx, int *from_image);
 ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size_t len,

@@ -26,6 +26,7 @@ struct fault_bdev {
 	struct cairn_fault_config cfg;
 	int active;             /* a plan is set */
 	uint64_t count;         /* requests since the plan was set */
+	uint64_t injected;      /* faults injected since the plan was set */
 	struct bad_range *bad;  /* persistent failures */
 	size_t nbad, capbad;
 };
@@ -90,6 +91,7 @@ static int decide(struct fault_bdev *f, size_t len, uint64_t off)
 		} else if (overlaps_bad(f, off, off + len)) {
 			kind = (int)f->cfg.kind; /* the bad range, not this request, is remembered */
 		}
+		f->injected += kind >= 0;
 	}
 	pthread_mutex_unlock(&f->lock);
 	return kind;
@@ -161,7 +163,21 @@ int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config
 		memset(&f->cfg, 0, sizeof(f->cfg));
 	f->active = cfg != NULL;
 	f->count = 0;
+	f->injected = 0;
 	f->nbad = 0;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+int cairn_bdev_fault_counts(struct cairn_bdev *dev, uint64_t *requests, uint64_t *injected)
+{
+	struct fault_bdev *f = (struct fault_bdev *)dev;
+
+	if (!dev || dev->ops != &fault_ops)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	*requests = f->count;
+	*injected = f->injected;
 	pthread_mutex_unlock(&f->lock);
 	return 0;
 }

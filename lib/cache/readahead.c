@@ -11,8 +11,9 @@
  *
  * A sequential stream keeps at least one window of data in flight ahead of the
  * reader. Each time it issues more, the window doubles up to readahead_max. The
- * issued range ends on a max_io boundary (or the end of the file), so after the
- * first request every request is a full max_io; it never goes past the hint's
+ * issued range ends on a max_io boundary counted from the file's first segment
+ * (from the device start without a hint), or at the end of the file, so every
+ * request but the file's last is a full max_io; it never goes past the hint's
  * end (or the device end).
  *
  * Readahead segments are claimed (put in the table as FETCHING) when queued, so
@@ -56,7 +57,7 @@ static struct stream *stream_find(struct cairn_cache *c, uint64_t off, size_t le
 void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 		    const struct cairn_cache_hint *hint, struct ra_plan *plan)
 {
-	uint64_t hlo = 0, hhi = 0, limit = c->dev_size, pos = off + len;
+	uint64_t hlo = 0, hhi = 0, limit = c->dev_size, pos = off + len, base = 0;
 	struct stream *st;
 	int found, seq;
 
@@ -65,6 +66,10 @@ void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 		hlo = hint->lo;
 		hhi = hint->hi < c->dev_size ? hint->hi : c->dev_size;
 		limit = hhi;
+		/* Requests are max_io pieces counted from the file's first segment, so
+		 * a file costs ceil(size / max_io) requests, not one more whenever it
+		 * straddles a device max_io boundary. */
+		base = hlo & ~(uint64_t)(c->seg_size - 1);
 	}
 	pthread_mutex_lock(&c->stream_lock);
 	st = stream_find(c, off, len, hlo, hhi, &found);
@@ -83,14 +88,14 @@ void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 		if (st->ra_end < pos)
 			st->ra_end = pos;
 		if (st->ra_end - pos < st->window && st->ra_end < limit) {
-			uint64_t hi = round_up(st->ra_end + st->window, c->max_io);
+			uint64_t hi = base + round_up(st->ra_end + st->window - base, c->max_io);
 
 			plan->ra_lo = st->ra_end;
 			plan->ra_hi = hi < limit ? hi : limit;
 			st->ra_end = plan->ra_hi;
 			st->window = st->window * 2 < c->ra_max ? st->window * 2 : c->ra_max;
 		}
-		plan->sync_hi = round_up(pos, c->max_io);
+		plan->sync_hi = base + round_up(pos - base, c->max_io);
 		if (plan->sync_hi > limit)
 			plan->sync_hi = limit;
 	} else {

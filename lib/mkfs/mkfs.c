@@ -144,6 +144,8 @@ int mk_inode_new(struct cairn_mkfs *m, uint32_t *out)
 	struct mk_inode *in = mk_vec_push(&m->inodes);
 	if (!in)
 		return mk_err(m, -ENOMEM, "out of memory");
+	if (m->o.scan_progress && !(m->inodes.n & 8191))
+		m->o.scan_progress(m->o.ctx, m->inodes.n);
 	in->first_child = MK_NONE;
 	in->parent = MK_NONE;
 	*out = (uint32_t)(m->inodes.n - 1);

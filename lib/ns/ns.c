@@ -1002,9 +1002,20 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	if (n->type == S_IFDIR)
 		return -EISDIR;
 	if (ns_has_upper(n)) {
+		cairn_ino_t up = n->upper;
+
 		if (from_image)
 			*from_image = 0;
-		return cairn_ramfs_read_iov(ns->ram, n->upper, len, off, fn, ctx);
+		/* fn replies to the kernel, which may then evict the inode and
+		 * forget the node (on another thread) while the RAM fs still finishes
+		 * the read: hold the inode open across it. Neither n nor its node id
+		 * may be used once fn has run. */
+		rc = cairn_ramfs_open(ns->ram, up);
+		if (rc)
+			return rc;
+		rc = cairn_ramfs_read_iov(ns->ram, up, len, off, fn, ctx);
+		cairn_ramfs_release(ns->ram, up);
+		return rc;
 	}
 	if (from_image)
 		*from_image = 1;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Hostile images: every single-byte flip of the superblock and checksum table and
-# every byte of the metadata region (2000 spread offsets in sanitizer builds) is detected by
+# every byte of the metadata region (a spread sample in sanitizer builds) is detected by
 # `cairn fsck` (exit 1 or 4, never 0, never a crash or hang); truncated images
 # are refused cleanly with a "corrupt image" message by every read command.
 set -u
@@ -22,7 +22,7 @@ python3 "$here/treetool.py" flip "$work/img" "$CAIRN" "${CAIRN_BUILD:-build}/lib
 "$CAIRN" fsck -q "$work/img" || fail "image not restored after flips"
 
 size=$(stat -c %s "$work/img")
-for len in 0 1 255 256 4095 4096 8192 $((size / 2)) $((size - 1)); do
+for len in 0 255 4096 8192 $((size / 2)) $((size - 1)); do
   head -c "$len" "$work/img" > "$work/trunc"
   for cmd in "info" "ls -R" "cat" "stat" "fsck"; do
     case $cmd in

@@ -53,7 +53,13 @@ cp "$work/good.img" "$work/dotdot2.img"
 python3 "$here/treetool.py" rename "$work/dotdot2.img" Q7dir ../.. || fail "rename"
 check "$work/dotdot2.img" "name '../..'"
 
-# The good image extracts, and a symlink inside DIR is created, not followed.
+# By default a symlink leading outside DIR is refused (exit 1), the rest extracts.
+rm -rf "$work/out"
+"$CAIRN" extract "$work/good.img" "$work/out" 2>"$work/log" && fail "outside symlink accepted"
+grep -q "refusing symlink" "$work/log" || fail "no refusal message: $(cat "$work/log")"
+[ -f "$work/out/abc.txt" ] && [ ! -e "$work/out/a-link" ] || fail "default extract"
+
+# With --unsafe-links the good image extracts, and the symlink is created, not followed.
 rm -rf "$work/out"
 "$CAIRN" extract --unsafe-links "$work/good.img" "$work/out" || fail "good image"
 [ -L "$work/out/a-link" ] || fail "symlink not restored as a symlink"

@@ -35,6 +35,7 @@ struct bench {
 	uint64_t hit_iters;
 	unsigned hit_threads;
 	uint64_t random_reads;      /* --random N: N reads of bs at random offsets instead */
+	uint64_t hit_span;          /* --hit-span: bytes the hit reads range over */
 };
 
 struct result {
@@ -66,6 +67,7 @@ static void usage(FILE *f)
 		   "  --random N       with --raw: N reads of --bs at random aligned offsets\n"
 		   "  --hit N          then time N cached 4 KiB reads (ns per call)\n"
 		   "  --hit-threads T  threads for a second, parallel hit measurement (default 2)\n"
+		   "  --hit-span SIZE  the hits range over this much cached data (default 1M)\n"
 		   "  --no-copy        skip the no-delay pass\n"
 		   "  --no-warm        do not load IMAGE into the page cache first (by default\n"
 		   "                   it is, so the emulated delay is the only disk cost)\n\n%s",
@@ -314,6 +316,8 @@ static void hit_bench(const struct bench *b, struct cairn_cache *cache, struct r
 		goto out;
 	if (span > budget / 2)
 		span = budget / 2;
+	if (span > b->hit_span)
+		span = b->hit_span;
 	span &= ~(uint64_t)(HIT_SIZE - 1);
 	if (span < HIT_SIZE)
 		goto out;
@@ -421,6 +425,7 @@ static int parse(int argc, char **argv, struct bench *b)
 	cli_image_opts_init(&b->o);
 	b->bs = DEFAULT_BS;
 	b->hit_threads = 2;
+	b->hit_span = 1u << 20;
 	b->paths = calloc((size_t)argc + 1, sizeof(char *));
 	if (!b->paths)
 		return -1;
@@ -439,7 +444,7 @@ static int parse(int argc, char **argv, struct bench *b)
 		} else if (!strcmp(a, "--no-copy")) {
 			b->no_copy = 1;
 		} else if (!strcmp(a, "--bs") || !strcmp(a, "--hit") || !strcmp(a, "--hit-threads") ||
-			   !strcmp(a, "--random")) {
+			   !strcmp(a, "--random") || !strcmp(a, "--hit-span")) {
 			if (!val || cli_parse_size(val, &v) || v == 0 ||
 			    (!strcmp(a, "--bs") && v > (256u << 20)) ||
 			    (!strcmp(a, "--hit-threads") && v > 16)) {
@@ -453,6 +458,8 @@ static int parse(int argc, char **argv, struct bench *b)
 				b->hit_iters = v;
 			else if (!strcmp(a, "--random"))
 				b->random_reads = v;
+			else if (!strcmp(a, "--hit-span"))
+				b->hit_span = v;
 			else
 				b->hit_threads = (unsigned)v;
 			i++;

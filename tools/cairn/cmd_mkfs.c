@@ -54,6 +54,7 @@ struct ui {
 	int bar;
 	int quiet;
 	int drawn;
+	int scan_line;
 };
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
@@ -65,6 +66,10 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 
 	if (!ui->bar)
 		return;
+	if (ui->scan_line) { /* keep the scan count on its own line */
+		fputc('\n', stderr);
+		ui->scan_line = 0;
+	}
 	memset(bar, '#', fill);
 	memset(bar + fill, '.', 40 - fill);
 	bar[40] = '\0';
@@ -72,6 +77,17 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 		done >> 20, total >> 20);
 	fflush(stderr);
 	ui->drawn = 1;
+}
+
+static void on_scan(void *ctx, uint64_t entries)
+{
+	struct ui *ui = ctx;
+
+	if (!ui->bar)
+		return;
+	fprintf(stderr, "\rmkfs: scanning, %" PRIu64 " entries", entries);
+	fflush(stderr);
+	ui->drawn = ui->scan_line = 1;
 }
 
 static void on_warn(void *ctx, const char *msg)
@@ -158,7 +174,7 @@ static int write_image(struct cairn_mkfs *m, const char *image, int no_fsync)
 int cmd_mkfs(int argc, char **argv)
 {
 	struct cairn_mkfs_opts o;
-	struct ui ui = { 0, 0, 0 };
+	struct ui ui = { 0, 0, 0, 0 };
 	const char *manifest = NULL, *pos[2];
 	const char **excl = NULL;
 	size_t npos = 0, nexcl = 0;
@@ -239,6 +255,7 @@ int cmd_mkfs(int argc, char **argv)
 	o.exclude_count = nexcl;
 	ui.bar = !ui.quiet && isatty(STDERR_FILENO);
 	o.progress = on_progress;
+	o.scan_progress = on_scan;
 	o.warn = on_warn;
 	o.ctx = &ui;
 

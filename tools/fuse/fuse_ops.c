@@ -378,26 +378,22 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 	return fuse_reply_iov(r->req, iov, iovcnt);
 }
 
-static void trace_read(struct cairn_fuse *cf, fuse_ino_t ino, uint64_t off, size_t len)
-{
-	char path[PATH_MAX];
-
-	if (cairn_ns_path(cf->ns, ino, path, sizeof(path)) > 0)
-		cairn_trace_read(cf->trace, path, off, len);
-}
-
 static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
 	struct cairn_fuse *cf = ctx_of(req);
 	struct read_reply r = { req, 0 };
-	int from_image = 0;
-	int rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
+	char path[PATH_MAX];
+	int from_image = 0, rc;
+	/* The path is taken before replying: once the kernel has its data it may
+	 * forget the node on another thread. */
+	int traced = cf->trace && cairn_ns_path(cf->ns, ino, path, sizeof(path)) > 0;
 
+	rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
 	if (!r.replied)
 		fuse_reply_err(req, to_errno(rc));
-	else if (cf->trace && from_image)
-		trace_read(cf, ino, (uint64_t)off, size);
+	else if (traced && from_image)
+		cairn_trace_read(cf->trace, path, (uint64_t)off, size);
 }
 
 static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
