@@ -285,7 +285,9 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		free(f);
 		return rc;
 	}
-	f->append = (fi->flags & O_APPEND) != 0;
+	/* With the write-back cache the kernel places appends itself and writes
+	 * pages back at their offsets; appending again here would move them. */
+	f->append = (fi->flags & O_APPEND) && !ctx_of(req)->o->writeback;
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Image files never change: keep their pages across opens. */
 	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE))
@@ -636,7 +638,16 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
-	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
+	if (cf->o->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+		/* -o writeback: the page cache takes small writes and the kernel
+		 * sends large WRITEs later, so ENOSPC shows at fsync()/close(). Pages
+		 * are written back with the flusher's credentials (root), so the
+		 * kernel, not this daemon, must clear set-user-ID bits on write. */
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	} else {
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
+	}
 	pthread_mutex_lock(&cf->init_lock);
 	cf->init_done = 1;
 	pthread_cond_broadcast(&cf->init_cond);
