@@ -40,6 +40,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_SRCS  := $(sort $(wildcard tools/cairn/*.c tools/fuse/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 HELPER_SRCS := $(sort $(wildcard tools/mount.cairn/*.c))
+EXAMPLES  := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 BENCH_TOOLS := $(patsubst bench/%/main.c,$(BUILD)/bench/%,$(wildcard bench/*/main.c))
 # Unit tests: lib/<layer>/tests/test_<name>.c, one cmocka program each.
 TEST_SRCS := $(sort $(wildcard lib/*/tests/test_*.c))
@@ -55,7 +56,7 @@ MOUNT_HELPER := $(BUILD)/mount.cairn
 
 .PHONY: all deps test unit-test cli-test mount-test san-test tsan-test demo bench bench-quick \
         fuzz install clean clang-check
-all: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS) $(PROGS)
+all: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS) $(PROGS) $(EXAMPLES)
 
 deps:
 	@scripts/deps.sh test
@@ -91,6 +92,10 @@ $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) -o $@ $< $(LDSAN)
+
+# Examples of embedding libcairn, built so they keep compiling.
+$(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIBA)
+	$(CC) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/cairn.pc: cairn.pc.in
 	@mkdir -p $(BUILD)

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* Embedding libcairn: print one file of an image, as `cairn cat` does.
+ * Build: cc -std=c11 cat.c $(pkg-config --cflags --libs --static cairn) */
+#include <stdio.h>
+#include <cairn/cairn.h>
+
+int main(int argc, char **argv)
+{
+	struct cairn_open_opts opts = { 0 };      /* defaults: 64 MiB cache, 1 MiB requests */
+	struct cairn_image *img;
+	cairn_ino_t ino;
+	char buf[65536];
+	ssize_t n = 0;
+	uint64_t off = 0;
+	int rc;
+
+	if (argc != 3)
+		return 2;
+	rc = cairn_image_open_path(argv[1], &opts, &img);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", argv[1], cairn_strerror(rc));
+		return 1;
+	}
+	rc = cairn_image_resolve(img, argv[2], 1, &ino);
+	while (rc == 0 && (n = cairn_image_read(img, ino, buf, sizeof(buf), off)) > 0) {
+		fwrite(buf, 1, (size_t)n, stdout);
+		off += (uint64_t)n;
+	}
+	if (rc < 0 || n < 0)
+		fprintf(stderr, "%s: %s\n", argv[2], cairn_strerror(rc < 0 ? rc : (int)n));
+	cairn_image_close(img);
+	return rc < 0 || n < 0;
+}
