@@ -59,6 +59,7 @@ struct mk_inode {
 	uint32_t str_len;
 	uint8_t hot;           /* listed in --order (already placed) */
 	uint8_t shared;        /* data shared with an earlier file (dedup) */
+	uint8_t split;         /* extents made by the --order plan (order.c) */
 	uint64_t data_ref, data_count, hash;
 };
 
@@ -83,6 +84,14 @@ struct mk_hardlink {
 
 struct mk_ext {
 	uint64_t file_off, len, disk_off;
+	uint8_t hot;           /* placed in the hot prefix (order.c); copy_file only hashes it */
+};
+
+/* One item of the hot prefix, in placement order: a whole file, or one extent. */
+#define MK_HOT_WHOLE UINT64_MAX
+struct mk_hot {
+	uint32_t idx;          /* inode index */
+	uint64_t ext;          /* index into m->exts, or MK_HOT_WHOLE */
 };
 
 struct cairn_mkfs {
@@ -143,6 +152,11 @@ int mk_scan_tree_into(struct cairn_mkfs *m, uint32_t dir_ino, const char *host,
 		      const char *guest, int recurse);
 /* Open a host path of any length (components beyond PATH_MAX via openat). */
 int mk_open_long(const char *path, int flags);
+
+/* The --order plan (order.c): marks whole hot files (hot = 1), splits files with
+ * range records into extents, and appends struct mk_hot items to `hot` in
+ * placement order. Run after numbering, before the tables are placed. */
+int mk_order_plan(struct cairn_mkfs *m, struct mk_vec *hot);
 
 /* Writing (write.c). */
 int mk_write(struct cairn_mkfs *m, int fd, const char *name);

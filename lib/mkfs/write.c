@@ -36,6 +36,7 @@ struct layout {
 	uint64_t meta_off, meta_len, csum_off, data_off, cursor, hot_len;
 	uint64_t done, total, reported;
 	char *buf, *buf2;
+	struct mk_vec hot;       /* struct mk_hot: the hot prefix in order (order.c) */
 };
 
 static uint32_t *by_ino(struct layout *l, uint64_t i)
@@ -337,7 +338,8 @@ static int copy_range(struct layout *l, int src, const char *path, uint64_t src_
 			return mk_err(l->m, -errno, "%s: read: %s", path, strerror(errno));
 		if (r == 0)
 			return mk_err(l->m, -EIO, "%s: file shrank while reading", path);
-		XXH3_64bits_update(hs, l->buf, (size_t)r);
+		if (hs)
+			XXH3_64bits_update(hs, l->buf, (size_t)r);
 		int rc = pwrite_full(l->fd, l->buf, (size_t)r, disk_off + pos);
 		if (rc)
 			return write_err(l, rc);
@@ -345,6 +347,42 @@ static int copy_range(struct layout *l, int src, const char *path, uint64_t src_
 		progress(l, (uint64_t)r);
 	}
 	return 0;
+}
+
+/* Hash [src_off, src_off+len) of src without writing it. */
+static int hash_range(struct layout *l, int src, const char *path, uint64_t src_off,
+		      uint64_t len, XXH3_state_t *hs)
+{
+	for (uint64_t pos = 0; pos < len;) {
+		size_t want = len - pos < COPY_BUF ? (size_t)(len - pos) : COPY_BUF;
+		int rc = pread_full(src, l->buf, want, src_off + pos);
+		if (rc)
+			return mk_err(l->m, rc, "%s: read: %s", path,
+				      rc == -ENODATA ? "file shrank while reading" : strerror(-rc));
+		XXH3_64bits_update(hs, l->buf, want);
+		pos += want;
+	}
+	return 0;
+}
+
+/* Copy one hot extent of a split file to the cursor (its hash comes later,
+ * in file order, from copy_file). */
+static int copy_hot_extent(struct layout *l, struct mk_hot *h)
+{
+	struct cairn_mkfs *m = l->m;
+	const char *path = mk_str(m, mk_ino(m, h->idx)->str);
+	struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, h->ext);
+	int src = mk_open_long(path, O_RDONLY | O_CLOEXEC | O_NOATIME), rc;
+
+	if (src < 0 && errno == EPERM)
+		src = mk_open_long(path, O_RDONLY | O_CLOEXEC);
+	if (src < 0)
+		return mk_err(m, -errno, "%s: cannot read: %s", path, strerror(errno));
+	e->disk_off = l->cursor;
+	rc = copy_range(l, src, path, e->file_off, e->len, e->disk_off, NULL);
+	l->cursor = MK_ALIGN(e->disk_off + e->len);
+	close(src);
+	return rc;
 }
 
 static void hash_zeros(struct layout *l, XXH3_state_t *hs, uint64_t n)
@@ -412,15 +450,20 @@ static int copy_file(struct layout *l, uint32_t idx)
 		for (uint32_t j = 0; j < in->ext_n && !rc; j++) {
 			struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, in->ext_first + j);
 			hash_zeros(l, hs, e->file_off - at);
+			at = e->file_off + e->len;
+			if (e->hot) { /* already in the hot prefix: only hash it */
+				rc = hash_range(l, src, path, e->file_off, e->len, hs);
+				continue;
+			}
 			e->disk_off = l->cursor;
 			rc = copy_range(l, src, path, e->file_off, e->len, e->disk_off, hs);
 			l->cursor = MK_ALIGN(e->disk_off + e->len);
-			at = e->file_off + e->len;
 		}
 		if (!rc)
 			hash_zeros(l, hs, in->size - at);
 		in->hash = XXH3_64bits_digest(hs);
-		m->stats.sparse_files++;
+		if (!in->split)
+			m->stats.sparse_files++;
 	} else {
 		uint64_t off = l->cursor;
 		rc = copy_range(l, src, path, 0, in->size, off, hs);
@@ -451,89 +494,6 @@ static int copy_file(struct layout *l, uint32_t idx)
 	return rc;
 }
 
-struct order_ctx {
-	struct layout *l;
-	struct mk_vec *list;
-	uint64_t missing;
-	char first_missing[256];
-};
-
-static int order_path(void *ctx, const char *path, size_t len, unsigned line)
-{
-	struct order_ctx *c = ctx;
-	struct cairn_mkfs *m = c->l->m;
-	uint32_t cur = m->root;
-	const char *p = path, *end = path + len;
-
-	while (p < end) {
-		while (p < end && *p == '/')
-			p++;
-		const char *s = p;
-		while (p < end && *p != '/')
-			p++;
-		if (p == s || (p - s == 1 && *s == '.'))
-			continue;
-		uint32_t e = S_ISDIR(mk_ino(m, cur)->mode) ? mk_lookup(m, cur, s, (size_t)(p - s))
-							   : MK_NONE;
-		if (e == MK_NONE) {
-			if (!c->missing++)
-				snprintf(c->first_missing, sizeof(c->first_missing), "%.*s",
-					 (int)len, path);
-			return 0;
-		}
-		cur = mk_ent(m, e)->inode;
-	}
-	struct mk_inode *in = mk_ino(m, cur);
-	if (!S_ISREG(in->mode) || (in->flags & CAIRN_IF_INLINE) || !in->size || in->hot ||
-	    !in->ino)
-		return 0;
-	in->hot = 1;
-	uint32_t *slot = mk_vec_push(c->list);
-	if (!slot)
-		return mk_err(m, -ENOMEM, "out of memory");
-	*slot = cur;
-	return 0;
-}
-
-static int read_order(struct layout *l, struct mk_vec *list)
-{
-	struct cairn_mkfs *m = l->m;
-	const char *path = m->o.order_file;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct order_ctx c = { l, list, 0, "" };
-	struct stat st;
-	int rc;
-
-	if (fd < 0)
-		return mk_err(m, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st)) {
-		close(fd);
-		return mk_err(m, -errno, "%s: %s", path, strerror(errno));
-	}
-	char *text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		close(fd);
-		return mk_err(m, -ENOMEM, "out of memory");
-	}
-	rc = pread_full(fd, text, (size_t)st.st_size, 0);
-	close(fd);
-	if (rc) {
-		free(text);
-		return mk_err(m, rc, "%s: read failed", path);
-	}
-	rc = cairn_order_parse(text, (size_t)st.st_size, order_path, &c);
-	free(text);
-	if (!rc && m->oom)
-		rc = mk_err(m, -ENOMEM, "out of memory");
-	if (!rc && c.missing && m->o.warn) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s: %llu path(s) not in the image, ignored (first: %s)",
-			 path, (unsigned long long)c.missing, c.first_missing);
-		m->o.warn(m->o.ctx, msg);
-	}
-	return rc;
-}
-
 static int write_data(struct layout *l)
 {
 	struct cairn_mkfs *m = l->m;
@@ -541,11 +501,6 @@ static int write_data(struct layout *l)
 	int rc = 0;
 
 	mk_vec_init(&list, sizeof(uint32_t));
-	for (size_t i = 0; i < m->inodes.n; i++)
-		mk_ino(m, (uint32_t)i)->hot = 0;
-	if (m->o.order_file && (rc = read_order(l, &list)))
-		goto out;
-	uint64_t nhot = list.n;
 	for (uint64_t i = 1; i < l->by_ino.n; i++) {
 		uint32_t idx = *by_ino(l, i);
 		struct mk_inode *in = mk_ino(m, idx);
@@ -566,6 +521,11 @@ static int write_data(struct layout *l)
 		*slot = idx;
 	}
 	l->total = 0;
+	for (uint64_t i = 0; i < l->hot.n; i++) {
+		struct mk_hot *h = MK_AT(&l->hot, struct mk_hot, i);
+		if (h->ext == MK_HOT_WHOLE)
+			l->total += mk_ino(m, h->idx)->size;
+	}
 	for (uint64_t i = 0; i < list.n; i++) {
 		struct mk_inode *in = mk_ino(m, *MK_AT(&list, uint32_t, i));
 		if (in->flags & CAIRN_IF_EXTENTS)
@@ -574,12 +534,15 @@ static int write_data(struct layout *l)
 		else
 			l->total += in->size;
 	}
+	/* The hot prefix (order.c's plan), then everything else in inode order. */
 	l->cursor = l->data_off;
-	for (uint64_t i = 0; i < list.n && !rc; i++) {
-		rc = copy_file(l, *MK_AT(&list, uint32_t, i));
-		if (i + 1 == nhot)
-			l->hot_len = l->cursor - l->data_off;
+	for (uint64_t i = 0; i < l->hot.n && !rc; i++) {
+		struct mk_hot *h = MK_AT(&l->hot, struct mk_hot, i);
+		rc = h->ext == MK_HOT_WHOLE ? copy_file(l, h->idx) : copy_hot_extent(l, h);
 	}
+	l->hot_len = l->cursor - l->data_off;
+	for (uint64_t i = 0; i < list.n && !rc; i++)
+		rc = copy_file(l, *MK_AT(&list, uint32_t, i));
 	if (!rc && m->o.progress && l->reported != l->done)
 		m->o.progress(m->o.ctx, l->done, l->total);
 out:
@@ -841,6 +804,7 @@ static void layout_free(struct layout *l)
 	mk_vec_free(&l->blob);
 	mk_map_free(&l->strings);
 	mk_map_free(&l->dedup);
+	mk_vec_free(&l->hot);
 	free(l->buf);
 	free(l->buf2);
 }
@@ -860,6 +824,7 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 	mk_vec_init(&l.dname, sizeof(uint64_t));
 	mk_vec_init(&l.xent, sizeof(struct cairn_disk_xattr));
 	mk_vec_init(&l.blob, 1);
+	mk_vec_init(&l.hot, sizeof(struct mk_hot));
 	l.buf = malloc(COPY_BUF);
 	l.buf2 = malloc(COPY_BUF);
 	if (!l.buf || !l.buf2) {
@@ -875,6 +840,8 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 			mk_err(m, rc, "laying out the image: %s", strerror(-rc));
 		goto out;
 	}
+	if ((rc = mk_order_plan(m, &l.hot)))
+		goto out;
 	place_tables(&l);
 	if ((rc = write_data(&l)))
 		goto out;
