@@ -32,6 +32,8 @@ static const char usage[] =
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
 	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
 	"                  (auto: when the metadata is at most 16 MiB)\n"
+	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
+	"                  ENOSPC shows at fsync()/close(), not at write()\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
 	"  allow_other     let other users in (always on when root mounts)\n"
 	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
@@ -131,6 +133,8 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		o->trace_file = val;
 	} else if (!strcmp(key, "prefetch") && !val) {
 		o->prefetch = 1;
+	} else if (!strcmp(key, "writeback") && !val) {
+		o->writeback = 1;
 	} else if (!strcmp(key, "single") && !val) {
 		o->single = 1;
 	} else if (!strcmp(key, "threads")) {

@@ -27,9 +27,14 @@ struct cairn_fuse {
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
 	int init_done;
+	uint64_t init_unique;           /* killpriv.c: the INIT request, 0 when done */
+	int killpriv_v2;                /* the kernel took FUSE_HANDLE_KILLPRIV_V2 */
 };
 
 extern const struct fuse_lowlevel_ops cairn_fuse_ops;
+
+/* killpriv.c: after fuse_session_mount(), before serving; 0 or negative errno. */
+int cairn_fuse_killpriv_v2(struct cairn_fuse *cf);
 
 /* trace.c: records "PATH OFFSET LENGTH" the first time each range of an image
  * file is read. */

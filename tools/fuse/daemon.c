@@ -393,6 +393,10 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 		goto out;
 	}
 	mounted = 1;
+	/* Not with the write-back cache: pages are written back as root, so the
+	 * daemon could not tell when to clear set-user-ID bits. */
+	if (!o->writeback && cairn_fuse_killpriv_v2(&cf))
+		errf("%s: %s", o->mountpoint, "cannot hook the FUSE channel; writes cost more");
 	if (o->has_fault && cf.img && cairn_image_fault_dev(cf.img))
 		cairn_bdev_fault_set(cairn_image_fault_dev(cf.img), &o->fault);
 	finish_detach(notify_fd, 0);

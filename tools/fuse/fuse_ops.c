@@ -80,6 +80,16 @@ static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe
 	to_stat(&e->st, &fe->attr);
 }
 
+/* With FUSE_HANDLE_KILLPRIV_V2 (killpriv.c) the kernel leaves dropping file
+ * capabilities on write, truncate and chown to us, as it would do itself. */
+static void drop_caps(fuse_req_t req, fuse_ino_t ino)
+{
+	struct cairn_fuse *cf = ctx_of(req);
+
+	if (__atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED))
+		cairn_ns_removexattr(cf->ns, ino, "security.capability"); /* mostly ENODATA */
+}
+
 static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
 {
 	struct fuse_entry_param fe;
@@ -190,6 +200,10 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 		fuse_reply_err(req, to_errno(rc));
 		return;
 	}
+	if ((sa.valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) && S_ISREG(e.st.mode)) {
+		drop_caps(req, ino);
+		cairn_ns_getattr(ctx_of(req)->ns, ino, &e); /* the ctime may have moved */
+	}
 	to_stat(&e.st, &st);
 	fuse_reply_attr(req, &st, timeout_of(&e));
 }
@@ -285,7 +299,11 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		free(f);
 		return rc;
 	}
-	f->append = (fi->flags & O_APPEND) != 0;
+	/* With the write-back cache the kernel places appends itself and writes
+	 * pages back at their offsets; appending again here would move them. */
+	f->append = (fi->flags & O_APPEND) && !ctx_of(req)->o->writeback;
+	if (fi->flags & O_TRUNC)
+		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Image files never change: keep their pages across opens. */
 	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE))
@@ -399,12 +417,23 @@ static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			     off_t off, struct fuse_file_info *fi)
 {
+	struct cairn_fuse *cf = ctx_of(req);
 	struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+	struct cairn_ns_entry e;
 	struct cairn_cred cred;
 	ssize_t n;
+	int sid;
 
 	cred_of(req, &cred);
-	n = cairn_ns_write(ctx_of(req)->ns, ino, buf, size, (uint64_t)off, f && f->append, &cred);
+	sid = cred.uid != 0 && __atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED) &&
+	      cairn_ns_getattr(cf->ns, ino, &e) == 0 && (e.st.mode & (S_ISUID | S_ISGID));
+	n = cairn_ns_write(cf->ns, ino, buf, size, (uint64_t)off, f && f->append, &cred);
+	if (n > 0)
+		drop_caps(req, ino);
+	/* The write cleared set-user-ID behind the kernel's back (KILLPRIV_V2):
+	 * drop its cached mode before write() returns. */
+	if (n > 0 && sid)
+		fuse_lowlevel_notify_inval_inode(cf->se, ino, -1, 0);
 	if (n < 0)
 		fuse_reply_err(req, to_errno(n));
 	else
@@ -636,7 +665,16 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
-	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
+	if (cf->o->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+		/* -o writeback: the page cache takes small writes and the kernel
+		 * sends large WRITEs later, so ENOSPC shows at fsync()/close(). Pages
+		 * are written back with the flusher's credentials (root), so the
+		 * kernel, not this daemon, must clear set-user-ID bits on write. */
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	} else {
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
+	}
 	pthread_mutex_lock(&cf->init_lock);
 	cf->init_done = 1;
 	pthread_cond_broadcast(&cf->init_cond);

@@ -19,6 +19,7 @@ struct cairn_mount_opts {
 	uint64_t size_limit, inode_limit;
 	unsigned max_threads;           /* 0 = libfuse default */
 	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount */
+	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
 };
 
 #define CAIRN_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
