@@ -547,7 +547,10 @@ static int name_cmp(const void *a, const void *b)
 static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
 		      const char *pattern)
 {
-	int fd = mk_open_long(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* O_NOATIME: listing must not change the source, or builds differ. */
+	int fd = mk_open_long(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = mk_open_long(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return mk_err(m, -errno, "%s: %s", host, strerror(errno));
 	DIR *d = fdopendir(fd);
