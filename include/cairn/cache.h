@@ -59,7 +59,8 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 			 const struct cairn_cache_hint *hint);
 /* Start reading [off, off+len) in large background requests; returns at once. */
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
-/* Wait until queued readahead and prefetch work is done (tests, benchmarks). */
+/* Wait until queued readahead and prefetch work is done, then hold the cache to
+ * its budget (fetches in flight may overshoot it by their slack until then). */
 void cairn_cache_drain(struct cairn_cache *c);
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out);
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c); /* the device below; not owned */

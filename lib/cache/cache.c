@@ -508,8 +508,12 @@ void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
 
 void cairn_cache_drain(struct cairn_cache *c)
 {
-	if (!c->passthrough)
-		workers_drain(c);
+	if (c->passthrough)
+		return;
+	workers_drain(c);
+	/* Fetches that finished after the last eviction pass may have left the
+	 * cache over budget by their slack; once quiet, it is held to the budget. */
+	evict_to_budget(c, 0);
 }
 
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
