@@ -305,6 +305,9 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fi->flags & O_TRUNC)
 		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
+	/* Nothing is buffered here, so close() need not ask (FLUSH) at all; with
+	 * the write-back cache the kernel still writes back and reports errors. */
+	fi->noflush = 1;
 	/* Image files never change: keep their pages across opens. */
 	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE)) {
 		fi->keep_cache = 1;
