@@ -40,6 +40,12 @@ cmp "$SRC/bin/tool" "$M/bin/tool" || fail "pushed pages differ"
 [ "$(stat_of fuse_image_reads)" = 0 ] || fail "pushed pages were read again: $(cat "$WORK/stats")"
 exec 3<&-
 diff -r "$SRC" "$M" || fail "ordered image differs"
+# An image mounted alone is read-only in the kernel, which opens its files
+# itself (no OPEN requests): a second pass reads the same bytes.
+awk -v m="$M" '$2 == m { print $4 }' /proc/mounts | grep -q '^ro,' || fail "not mounted ro"
+if touch "$M/new" 2>"$WORK/touch.err"; then fail "created a file in a read-only image"; fi
+grep -q "Read-only file system" "$WORK/touch.err" || fail "not EROFS: $(cat "$WORK/touch.err")"
+diff -r "$SRC" "$M" || fail "second pass differs"
 [ "$(stat_of fuse_image_reads)" -gt 0 ] || fail "reads are not counted"
 umnt "$M"
 echo "trace: ok"

@@ -17,6 +17,12 @@
 struct cairn_trace;
 struct cairn_push;
 
+/* Nothing under the mount can be written: the image alone, mounted read-only. */
+static inline int cairn_fuse_image_only(const struct cairn_mount_opts *o)
+{
+	return o->image && !o->empty && !o->overlay && !o->tmp_paths;
+}
+
 /* The daemon's state, handed to every handler as the session's userdata. */
 struct cairn_fuse {
 	struct cairn_ns *ns;
@@ -31,6 +37,8 @@ struct cairn_fuse {
 	int init_done;
 	uint64_t init_unique;           /* killpriv.c: the INIT request, 0 when done */
 	int killpriv_v2;                /* the kernel took FUSE_HANDLE_KILLPRIV_V2 */
+	int no_open;                    /* opens stay in the kernel (read-only image) */
+	int no_opendir;
 	uint64_t image_reads;           /* FUSE reads of image files (atomic) */
 	uint64_t image_read_bytes;      /* bytes they asked for (atomic) */
 };

@@ -292,8 +292,8 @@ static struct fuse_session *new_session(struct cairn_fuse *cf, const struct cair
 	/* fsname is shown by mount(8); commas would split the option string. */
 	if (strchr(fsname, ','))
 		fsname = "cairn";
-	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s", fsname,
-		 o->allow_other ? ",allow_other" : "");
+	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s%s", fsname,
+		 o->allow_other ? ",allow_other" : "", cairn_fuse_image_only(o) ? ",ro" : "");
 	se = fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
 	fuse_opt_free_args(&args); /* libfuse may have copied them */
 	return se;

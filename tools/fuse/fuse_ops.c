@@ -103,6 +103,17 @@ static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
 		cairn_ns_forget(ctx_of(req)->ns, e->node, 1);
 }
 
+/* -o prefetch: queue the hot pages of an image file the kernel is about to learn
+ * of (push.c). Called while the entry's node is still ours to use: before the
+ * reply that hands its reference to the kernel. */
+static void push_entry(fuse_req_t req, const struct cairn_ns_entry *e)
+{
+	struct cairn_fuse *cf = ctx_of(req);
+
+	if (cf->push && S_ISREG(e->st.mode) && (e->flags & CAIRN_NS_E_IMMUTABLE))
+		cairn_push_file(cf->push, e->node, e->st.ino);
+}
+
 static void cairn_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct cairn_ns_entry e;
@@ -116,6 +127,8 @@ static void cairn_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *nam
 		fuse_reply_entry(req, &fe);
 		return;
 	}
+	if (rc == 0)
+		push_entry(req, &e);
 	reply_entry(req, rc, &e);
 }
 
@@ -306,7 +319,10 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Nothing is buffered here, so close() need not ask (FLUSH) at all; with
-	 * the write-back cache the kernel still writes back and reports errors. */
+	 * the write-back cache the kernel still writes back and reports errors.
+	 * There is no flush handler either: the first FLUSH (from a file opened
+	 * without a handle, as on a read-only image) gets ENOSYS, and the kernel
+	 * sends none after it. */
 	fi->noflush = 1;
 	/* Image files never change: keep their pages across opens. */
 	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE)) {
@@ -318,7 +334,16 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void cairn_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int rc = open_file(req, ino, fi);
+	int rc;
+
+	/* A read-only image needs no handles: ENOSYS tells the kernel to open
+	 * every file itself from now on (keeping its page cache) and to send
+	 * neither OPEN nor RELEASE again, two round trips per open saved. */
+	if (ctx_of(req)->no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = open_file(req, ino, fi);
 
 	if (rc) {
 		fuse_reply_err(req, to_errno(rc));
@@ -375,11 +400,6 @@ static void cairn_fuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_
 		free(f);
 	}
 	fuse_reply_err(req, 0);
-}
-
-static void cairn_fuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, 0); /* nothing is buffered here */
 }
 
 static void cairn_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -472,7 +492,13 @@ static void cairn_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int when
 static void cairn_fuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cairn_ns_entry e;
-	int rc = cairn_ns_getattr(ctx_of(req)->ns, ino, &e);
+	int rc;
+
+	if (ctx_of(req)->no_opendir) { /* as open: listings are then cached too */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = cairn_ns_getattr(ctx_of(req)->ns, ino, &e);
 
 	if (rc) {
 		fuse_reply_err(req, to_errno(rc));
@@ -527,13 +553,13 @@ static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino,
 			return 1;
 	} else {
 		struct fuse_entry_param fe;
+		struct cairn_ns_entry e;
 
 		memset(&fe, 0, sizeof(fe));
 		if (is_dot(name, len)) {
 			fe.attr.st_ino = ino;
 			fe.attr.st_mode = dtype << 12;
 		} else {
-			struct cairn_ns_entry e;
 			int rc = cairn_ns_lookup(ctx_of(d->req)->ns, d->dir, name, len, &e);
 
 			if (rc) {
@@ -549,6 +575,8 @@ static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino,
 				cairn_ns_forget(ctx_of(d->req)->ns, fe.ino, 1);
 			return 1;
 		}
+		if (fe.ino)
+			push_entry(d->req, &e);
 	}
 	d->used += need;
 	return 0;
@@ -674,6 +702,10 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
+	if (cairn_fuse_image_only(cf->o)) {
+		cf->no_open = !!(conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+		cf->no_opendir = !!(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
+	}
 	if (cf->o->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		/* -o writeback: the page cache takes small writes and the kernel
 		 * sends large WRITEs later, so ENOSPC shows at fsync()/close(). Pages
@@ -712,7 +744,6 @@ const struct fuse_lowlevel_ops cairn_fuse_ops = {
 	.create = cairn_fuse_create,
 	.read = cairn_fuse_read,
 	.write = cairn_fuse_write,
-	.flush = cairn_fuse_flush,
 	.release = cairn_fuse_release,
 	.fsync = cairn_fuse_fsync,
 	.fallocate = cairn_fuse_fallocate,

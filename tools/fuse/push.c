@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cairn_fuse.h"
 
 #define PUSH_CHUNK (1u << 20) /* the most one notify_store message carries */
@@ -28,6 +29,7 @@
 
 struct push_range {
 	uint64_t dev_off, file_off, len, node;
+	unsigned tries;           /* notify_store said the kernel has no such inode */
 };
 
 struct cairn_push {
@@ -154,7 +156,7 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_
 		f->v = v;
 		f->cap = ncap;
 	}
-	f->v[f->n++] = (struct push_range){ dev_off, file_off, len, f->node };
+	f->v[f->n++] = (struct push_range){ dev_off, file_off, len, f->node, 0 };
 	return 0;
 }
 
@@ -184,6 +186,11 @@ void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino)
 
 /* ---- the pushing thread ---- */
 
+/* Files are queued before the reply that tells the kernel of them (fuse_ops.c),
+ * so a first store may come before the kernel has set up the inode. */
+#define PUSH_TRIES 20
+static const struct timespec push_retry_wait = { 0, 100000 }; /* 0.1 ms */
+
 /* Stores r's pages, at most PUSH_CHUNK of them; what is left goes back in the
  * queue so a range opened meanwhile that the program needs sooner goes first.
  * Returns the bytes stored, 0 when the range is finished or given up (the
@@ -202,8 +209,15 @@ static size_t push_piece(struct cairn_push *p, struct push_range *r)
 		return 0;
 	bv.buf[0].mem = p->buf;
 	bv.buf[0].size = (size_t)got;
-	if (fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0))
-		return 0;
+	for (;;) {
+		int rc = fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0);
+
+		if (rc == 0)
+			break;
+		if (rc != -ENOENT || ++r->tries >= PUSH_TRIES)
+			return 0;
+		nanosleep(&push_retry_wait, NULL);
+	}
 	if (off + (uint64_t)got >= end)
 		return (size_t)got;
 	r->dev_off += off + (uint64_t)got - r->file_off;
