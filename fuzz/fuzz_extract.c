@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target over `cairn extract`, run in-process (cmd_extract() is
- * linked in): the input is an image in a memfd (no temporary file), extracted
- * into <scratch>/out. After each run the target checks that
+ * libFuzzer target over the extract library (include/cairn/extract.h), as
+ * `cairn extract` drives it: the input is an image in a memfd (no temporary
+ * file), opened with the CLI's default stack and extracted with
+ * cairn_extract_to_dir() into <scratch>/out. After each run the target checks
+ * that
  *   - nothing was written outside out/: <scratch> holds only out/, an empty
  *     canary directory outside/ and the empty working directory cwd/;
  *   - no symlink in out/ leads outside it when followed (openat2 with
  *     RESOLVE_BENEATH), whatever the image said;
- *   - no file descriptor leaked.
+ *   - no file descriptor leaked;
+ *   - every problem was reported with a message, and the result is an error
+ *     exactly when there were problems.
  * Then out/ is removed. The scratch directory lives on /dev/shm when there is
  * one (set CAIRN_FUZZ_SCRATCH to choose), and is removed at exit.
  */
@@ -25,7 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "cli.h"
+#include <cairn/cairn.h>
 #include "fixup.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -90,7 +94,7 @@ static int count_entries(const char *dir, const char *only)
 
 static int out_fd = -1;
 static int cwd_fd = -1, home_fd = -1; /* extract runs in cwd/, then back home */
-static int quiet_fd = -1; /* /dev/null, stderr during extract unless verbose */
+static int verbose; /* CAIRN_FUZZ_VERBOSE: print extract's reports */
 
 static int check_link(const char *path, const struct stat *st, int type, struct FTW *f)
 {
@@ -133,8 +137,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(1);
 	}
 	atexit(cleanup);
-	if (!getenv("CAIRN_FUZZ_VERBOSE"))
-		quiet_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	verbose = getenv("CAIRN_FUZZ_VERBOSE") != NULL;
 	snprintf(outdir, sizeof(outdir), "%s/out", scratch);
 	snprintf(sub, sizeof(sub), "%s/outside", scratch);
 	if (mkdir(sub, 0777))
@@ -158,11 +161,57 @@ static int lowest_free_fd(void)
 	return fd;
 }
 
+/* extract names every problem; keep the fuzzer's log readable unless asked. */
+static void report(void *ctx, const char *msg)
+{
+	uint64_t *n = ctx;
+
+	if (!msg || !msg[0]) {
+		fprintf(stderr, "fuzz_extract: a problem reported without a message\n");
+		abort();
+	}
+	++*n;
+	if (verbose)
+		fprintf(stderr, "extract: %s\n", msg);
+}
+
+/* Opens and extracts the image in the memfd fd, from cwd/, as the CLI does. */
+static void extract(int fd)
+{
+	char img_path[64];
+	struct cairn_open_opts oo;
+	struct cairn_extract_opts xo;
+	struct cairn_extract_stats st;
+	struct cairn_image *img = NULL;
+	uint64_t reports = 0;
+	int rc;
+
+	snprintf(img_path, sizeof(img_path), "/proc/self/fd/%d", fd);
+	memset(&oo, 0, sizeof(oo));
+	if (cairn_image_open_path(img_path, &oo, &img) < 0)
+		return;
+	cairn_extract_opts_init(&xo);
+	xo.preserve_owner = geteuid() == 0;
+	xo.image_name = img_path;
+	xo.report = report;
+	xo.ctx = &reports;
+	if (fchdir(cwd_fd))
+		abort();
+	rc = cairn_extract_to_dir(img, "/", outdir, &xo, &st);
+	if (fchdir(home_fd))
+		abort();
+	cairn_image_close(img);
+	if (rc > 0 || st.problems != reports || (rc != 0) != (reports != 0)) {
+		fprintf(stderr, "fuzz_extract: returned %d after %llu reports (stats: %llu)\n",
+			rc, (unsigned long long)reports, (unsigned long long)st.problems);
+		abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char img_path[64], sub[PATH_MAX + 16];
-	char *argv[4];
-	int fd, before, after, saved_err = -1;
+	char sub[PATH_MAX + 16];
+	int fd, before, after;
 
 	uint8_t *copy = malloc(size ? size : 1);
 
@@ -182,28 +231,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		done += (size_t)n;
 	}
 	free(copy);
-	snprintf(img_path, sizeof(img_path), "/proc/self/fd/%d", fd);
-	argv[0] = "extract";
-	argv[1] = img_path;
-	argv[2] = outdir;
-	argv[3] = NULL;
 
 	before = lowest_free_fd();
-	/* extract names every refusal on stderr; keep the fuzzer's log readable.
-	 * Set CAIRN_FUZZ_VERBOSE=1 to see them (and reports from inside it). */
-	if (quiet_fd >= 0) {
-		saved_err = dup(2);
-		dup2(quiet_fd, 2);
-	}
-	if (fchdir(cwd_fd))
-		abort();
-	(void)cmd_extract(3, argv);
-	if (fchdir(home_fd))
-		abort();
-	if (saved_err >= 0) {
-		dup2(saved_err, 2);
-		close(saved_err);
-	}
+	extract(fd);
 	after = lowest_free_fd();
 	if (before != after) {
 		fprintf(stderr, "fuzz_extract: file descriptor leak (%d -> %d)\n", before, after);

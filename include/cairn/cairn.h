@@ -8,5 +8,6 @@
 #include <cairn/cache.h>
 #include <cairn/image.h>
 #include <cairn/mkfs.h>
+#include <cairn/extract.h>
 #include <cairn/ramfs.h>
 #endif

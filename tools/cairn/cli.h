@@ -72,11 +72,6 @@ void cli_format_time(const struct cairn_time *t, int with_ns, char *buf, size_t 
 /* A name with newlines, backslashes and control bytes escaped (\n, \\, \xNN). */
 void cli_print_name(FILE *f, const char *name, size_t len);
 
-/* extract_safe.c: 0 when following the symlink text target (tlen bytes) from
- * the image directory rel ("" = root, "a/b") stays inside the extraction
- * directory; -EXDEV when it can lead outside; -ELOOP past 40 links; -errno. */
-int cli_link_escapes(struct cairn_image *img, const char *rel, const char *target, size_t tlen);
-
 /* "64M", "1m", "4096", "1.5G" -> bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */

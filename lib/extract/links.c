@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Does a symlink of the image, once extracted, lead outside the extraction
- * directory when followed? `cairn extract` refuses those (unless
- * --unsafe-links), however the image spells them: absolute targets, ".." past
+ * directory when followed? cairn_extract() refuses those (unless
+ * unsafe_links), however the image spells them: absolute targets, ".." past
  * the top, and chains through other symlinks of the image ("b -> ." then
  * "c -> b/.." climbs one level more than the text of c says).
  *
  * The walk mirrors what the kernel will do on the extracted tree, which is the
- * image's tree: a stack holds the directory inodes from the root to the current
- * position; a name that is a symlink in the image is expanded in place; ".."
- * pops, and popping the root is an escape. A name the image does not hold (or
+ * image's tree: a stack holds the directory inodes from the extracted directory
+ * (the base) to the current position; a name that is a symlink in the image is
+ * expanded in place; ".." pops, and popping the base is an escape. A name the image does not hold (or
  * that is not a directory) cannot exist on disk, so from there on the walk is
  * lexical (slot 0). At most 40 links are followed, as the kernel does.
  */
@@ -17,13 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "cli.h"
+#include <cairn/format.h>
+#include "extract/extract_int.h"
 
 #define MAX_FOLLOWS 40
 #define TEXT_MAX (64u * 1024)
 
 struct lstack {
-	cairn_ino_t *ino; /* ino[0] = root; 0 = a place the image does not hold */
+	cairn_ino_t *ino; /* ino[0] = base; 0 = a place the image does not hold */
 	size_t depth, cap;
 };
 
@@ -91,7 +92,8 @@ static int step(struct cairn_image *img, struct lstack *s, char *buf, const char
 	return rc ? rc : 1;
 }
 
-int cli_link_escapes(struct cairn_image *img, const char *rel, const char *target, size_t tlen)
+int ex_link_escapes(struct cairn_image *img, cairn_ino_t base, const char *rel,
+		    const char *target, size_t tlen)
 {
 	struct lstack s = { .cap = 64 };
 	unsigned follows = 0;
@@ -108,9 +110,9 @@ int cli_link_escapes(struct cairn_image *img, const char *rel, const char *targe
 		rc = -ENOMEM;
 		goto out;
 	}
-	s.ino[0] = cairn_image_root(img);
+	s.ino[0] = base;
 	/* The link's own directory: rel names directories extract created, from
-	 * the root, one real directory per component (no symlinks). */
+	 * the base, one real directory per component (no symlinks). */
 	memcpy(buf, rel, strlen(rel) + 1);
 	for (p = buf; *p && rc >= 0;) {
 		char *comp = p;
