@@ -421,8 +421,8 @@ def write(r, out, b):
     trace_note = ""
     if traces:
         trace_note = ("\n\nThe ordered cairn images were rebuilt with `cairn mkfs --order` from "
-                      "an order recorded by `cairn mount -o trace=FILE` during one cold run of "
-                      "the same workload (" +
+                      "the orders recorded by `cairn mount -o trace=FILE` during two cold runs of "
+                      "the same workload, joined (" +
                       ", ".join(f"{k}: {v} lines" for k, v in traces.items()) +
                       "), and are mounted with `-o prefetch`.")
     page = f"""# cairn benchmarks

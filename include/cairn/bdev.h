@@ -118,6 +118,8 @@ struct cairn_qcow2_config {
 	void *report_ctx;
 };
 int cairn_bdev_is_qcow2(struct cairn_bdev *dev); /* 1, 0, or negative errno */
+/* 1 when the first four bytes of a file are the qcow2 magic. */
+int cairn_bdev_qcow2_magic(const uint8_t head[4]);
 int cairn_bdev_qcow2_new(struct cairn_bdev *below, const char *base_dir,
 			 const struct cairn_qcow2_config *cfg, struct cairn_bdev **out);
 

@@ -54,6 +54,9 @@ struct cairn_cache_stats {
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,
 		    struct cairn_cache **out);
 void cairn_cache_free(struct cairn_cache *c);
+/* Frees the cache but not its device, which it hands back to the caller (to
+ * stack another layer under a new cache, once the first bytes told what it is). */
+struct cairn_bdev *cairn_cache_release(struct cairn_cache *c);
 /* Thread-safe. Returns bytes read (short only at the end of the device) or -errno. */
 ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint);

@@ -94,6 +94,15 @@ ssize_t cairn_image_listxattr(struct cairn_image *img, cairn_ino_t ino, char *bu
 int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *lo, uint64_t *hi);
 /* Start reading the hot prefix (mkfs --order) in the background. */
 void cairn_image_prefetch_hot(struct cairn_image *img);
+/* Calls fn(ctx, file_off, dev_off, len) for each byte range of regular file ino
+ * whose data lies in the hot prefix, in device order, which for an ordered image
+ * is the order a traced workload first read them; ranges that follow each other in
+ * both the file and the device are merged. Stops early and returns fn's value when
+ * it is non-zero; 0 when done or when the image has no hot prefix. For pushing a
+ * file's hot pages into a page cache ahead of use. */
+typedef int (*cairn_range_cb)(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_t len);
+int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
+			   void *ctx);
 
 /* fsck: checks every structure and checksum and, with CAIRN_FSCK_DATA, every file's
  * content hash. Problems are reported through `report` (may be NULL); returns the

@@ -69,6 +69,10 @@ void cairn_ns_free(struct cairn_ns *ns);
 int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
 		    struct cairn_ns_entry *e);
 void cairn_ns_forget(struct cairn_ns *ns, uint64_t node, uint64_t nlookup);
+/* One more lookup reference on a live node, dropped with cairn_ns_forget(ns, node,
+ * 1): keeps the node id standing for the same object while work queued on it
+ * runs, even if the kernel forgets it meanwhile. */
+void cairn_ns_hold(struct cairn_ns *ns, uint64_t node);
 int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *e);
 int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_setattr *sa,
 		     const struct cairn_cred *cred, struct cairn_ns_entry *e);
@@ -98,6 +102,9 @@ int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_d
 int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, uint64_t *fh);
 void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
+/* cairn_image_hot_ranges() of a node that is an image file (not copied up);
+ * 0 without calling fn for anything else. */
+int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx);
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
  * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a
  * negative errno if reading failed. *from_image (may be NULL) says which layer.

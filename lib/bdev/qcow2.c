@@ -68,6 +68,11 @@ void qcow2_report(const struct qcow2_dev *q, const char *fmt, ...)
 	q->report(q->report_ctx, msg);
 }
 
+int cairn_bdev_qcow2_magic(const uint8_t head[4])
+{
+	return qcow2_be32(head) == QCOW2_MAGIC;
+}
+
 int cairn_bdev_is_qcow2(struct cairn_bdev *dev)
 {
 	uint8_t magic[4];
@@ -75,7 +80,7 @@ int cairn_bdev_is_qcow2(struct cairn_bdev *dev)
 
 	if (n < 0)
 		return (int)n;
-	return n == 4 && qcow2_be32(magic) == QCOW2_MAGIC;
+	return n == 4 && cairn_bdev_qcow2_magic(magic);
 }
 
 static int parse_header(struct qcow2_dev *q, const uint8_t *h, size_t hlen,

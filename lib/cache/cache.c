@@ -99,6 +99,15 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 	return 0;
 }
 
+struct cairn_bdev *cairn_cache_release(struct cairn_cache *c)
+{
+	struct cairn_bdev *dev = c->dev;
+
+	c->dev = NULL;
+	cairn_cache_free(c);
+	return dev;
+}
+
 void cairn_cache_free(struct cairn_cache *c)
 {
 	if (!c)
@@ -111,7 +120,8 @@ void cairn_cache_free(struct cairn_cache *c)
 	pthread_mutex_destroy(&c->job_lock);
 	pthread_cond_destroy(&c->job_cond);
 	pthread_cond_destroy(&c->idle_cond);
-	cairn_bdev_close(c->dev);
+	if (c->dev)
+		cairn_bdev_close(c->dev);
 	free(c);
 }
 
@@ -497,13 +507,22 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
 {
+	struct seg_vec v;
+
 	if (c->passthrough || off >= c->dev_size || len == 0)
 		return;
 	if (len > c->dev_size - off)
 		len = c->dev_size - off;
 	if (len > c->budget)
 		len = c->budget; /* more would only evict its own beginning */
-	queue_prefetch(c, off, len);
+	/* Claimed now, fetched in order by the workers: a read of a part not yet
+	 * fetched waits for it instead of sending a small request of its own that
+	 * would cut the prefetch's large ones in pieces. The prefix is laid out in
+	 * the order it is first read, so such a wait is short. */
+	seg_vec_init(&v);
+	claim_range(c, off >> c->seg_shift, (off + len - 1) >> c->seg_shift, &v);
+	queue_claims(c, v.v, v.n);
+	seg_vec_free(&v);
 }
 
 void cairn_cache_drain(struct cairn_cache *c)

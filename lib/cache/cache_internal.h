@@ -63,8 +63,7 @@ struct stream {
 
 struct ra_job {
 	struct ra_job *next;
-	uint64_t off, len;          /* prefetch: a byte range to fetch */
-	size_t n;                   /* readahead: claimed segments, in order */
+	size_t n;                   /* claimed segments, in order, consecutive */
 	struct seg *segs[];
 };
 
@@ -162,7 +161,6 @@ int workers_start(struct cairn_cache *c);
 void workers_stop(struct cairn_cache *c);
 /* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
-void queue_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

@@ -136,50 +136,11 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 		if (!j) {
 			fail_claims(c, s + i, k, -ENOMEM);
 		} else {
-			j->off = j->len = 0;
 			j->n = k;
 			memcpy(j->segs, s + i, k * sizeof(j->segs[0]));
 			job_push(c, j);
 		}
 		i += k;
-	}
-}
-
-void queue_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
-{
-	struct ra_job *j = malloc(sizeof(*j));
-
-	if (!j)
-		return; /* prefetch is advice */
-	j->off = off;
-	j->len = len;
-	j->n = 0;
-	job_push(c, j);
-}
-
-/* Fetch [off, off+len) in max_io pieces aligned to max_io, skipping what is cached. */
-static void run_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
-{
-	uint64_t end = off + len;
-
-	while (off < end) {
-		uint64_t chunk_end = round_up(off + 1, c->max_io);
-		struct seg_vec v;
-
-		if (chunk_end > end)
-			chunk_end = end;
-		seg_vec_init(&v);
-		claim_range(c, off >> c->seg_shift, (chunk_end - 1) >> c->seg_shift, &v);
-		for (size_t i = 0; i < v.n;) {
-			size_t k = 1;
-
-			while (i + k < v.n && v.v[i + k]->idx == v.v[i + k - 1]->idx + 1)
-				k++;
-			fetch_run(c, v.v + i, k, 1, 0);
-			i += k;
-		}
-		seg_vec_free(&v);
-		off = chunk_end;
 	}
 }
 
@@ -202,10 +163,7 @@ static void *worker_main(void *arg)
 		c->jobs_running++;
 		pthread_mutex_unlock(&c->job_lock);
 
-		if (j->n)
-			fetch_run(c, j->segs, j->n, 1, 0);
-		else
-			run_prefetch(c, j->off, j->len);
+		fetch_run(c, j->segs, j->n, 1, 0);
 		free(j);
 
 		pthread_mutex_lock(&c->job_lock);

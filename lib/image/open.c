@@ -43,24 +43,17 @@ static void qcow2_why(void *ctx, const char *msg)
 	snprintf(w->why, w->len, "%s", msg);
 }
 
-/* If *dev holds a qcow2 file, replace it with the qcow2 view of it. Backing files
- * are found relative to the image's directory. */
+/* Replace *dev (a qcow2 file) with the qcow2 view of it. Backing files are found
+ * relative to the image's directory. */
 static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *why,
 		      size_t why_len, struct cairn_bdev **dev)
 {
 	struct cairn_qcow2_config cfg = o->qcow2;
 	struct why_buf wb = { why, why_len };
 	struct cairn_bdev *q = NULL;
-	char *copy;
-	int rc = cairn_bdev_is_qcow2(*dev);
+	char *copy = strdup(path);
+	int rc;
 
-	if (rc < 0) {
-		snprintf(why, why_len, "cannot read the file header");
-		return rc;
-	}
-	if (rc == 0)
-		return 0;
-	copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
 	if (!cfg.report) {
@@ -104,16 +97,57 @@ static int build_stack(const char *path, const struct cairn_open_opts *o, char *
 		snprintf(why, why_len, "cannot set up the stats device: %s", cairn_strerror(rc));
 		goto fail;
 	}
-	dev = *stats;
-	rc = wrap_qcow2(path, o, why, why_len, &dev);
-	if (rc < 0)
-		goto fail;
-	*out = dev;
+	*out = *stats;
 	return 0;
 fail:
 	cairn_bdev_close(dev);
 	*stats = *fault = NULL;
 	return rc;
+}
+
+static int new_cache(struct cairn_bdev *dev, const struct cairn_open_opts *o, char *why,
+		     size_t why_len, struct cairn_cache **out)
+{
+	int rc = cairn_cache_new(dev, &o->cache, out);
+
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot set up the cache: %s", cairn_strerror(rc));
+		cairn_bdev_close(dev);
+	}
+	return rc;
+}
+
+/* The cache over dev, or over the qcow2 view of dev when it holds a qcow2 file.
+ * The magic is read through a first cache: for a raw image that read is the
+ * segment the superblock (and the metadata after it) is read from next, so
+ * telling the formats apart costs no device request of its own. Takes dev. */
+static int open_cache(const char *path, const struct cairn_open_opts *o, char *why,
+		      size_t why_len, struct cairn_bdev *dev, struct cairn_cache **out)
+{
+	struct cairn_cache *c;
+	uint8_t magic[4];
+	ssize_t n;
+	int rc = new_cache(dev, o, why, why_len, &c);
+
+	if (rc < 0)
+		return rc;
+	n = cairn_cache_read(c, magic, sizeof(magic), 0, NULL);
+	if (n < 0) {
+		snprintf(why, why_len, "cannot read the file header");
+		cairn_cache_free(c);
+		return (int)n;
+	}
+	if (n < (ssize_t)sizeof(magic) || !cairn_bdev_qcow2_magic(magic)) {
+		*out = c;
+		return 0;
+	}
+	dev = cairn_cache_release(c);
+	rc = wrap_qcow2(path, o, why, why_len, &dev);
+	if (rc < 0) {
+		cairn_bdev_close(dev);
+		return rc;
+	}
+	return new_cache(dev, o, why, why_len, out);
 }
 
 int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opts, char *why,
@@ -136,12 +170,9 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 	rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
 	if (rc < 0)
 		return rc;
-	rc = cairn_cache_new(dev, &opts->cache, &cache);
-	if (rc < 0) {
-		snprintf(why, why_len, "cannot set up the cache: %s", cairn_strerror(rc));
-		cairn_bdev_close(dev);
+	rc = open_cache(path, opts, why, why_len, dev, &cache);
+	if (rc < 0)
 		return rc;
-	}
 	rc = cairn_image_open_ex(cache, why, why_len, &img);
 	if (rc < 0) {
 		cairn_cache_free(cache);

@@ -966,6 +966,111 @@ void cairn_image_prefetch_hot(struct cairn_image *img)
 		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
 }
 
+/* The piece [lo, hi) of a device range that lies in the hot prefix, if any. */
+static int hot_clip(const struct cairn_image *img, uint64_t disk_off, uint64_t len,
+		    uint64_t *lo, uint64_t *hi)
+{
+	uint64_t hot_end = img->hot_off + img->hot_len;
+
+	*lo = disk_off > img->hot_off ? disk_off : img->hot_off;
+	*hi = disk_off + len < hot_end ? disk_off + len : hot_end;
+	return *lo < *hi;
+}
+
+/* A file's hot pieces, sorted into device order before they are handed on. */
+struct hot_piece {
+	uint64_t disk_off, file_off, len;
+};
+
+static int by_disk_off(const void *a, const void *b)
+{
+	const struct hot_piece *x = a, *y = b;
+
+	return x->disk_off < y->disk_off ? -1 : x->disk_off > y->disk_off;
+}
+
+/* Hands the pieces on in device order, merging those that follow each other both
+ * in the file and on the device. */
+static int hot_emit(struct hot_piece *p, size_t n, cairn_range_cb fn, void *ctx)
+{
+	qsort(p, n, sizeof(*p), by_disk_off);
+	for (size_t i = 0; i < n;) {
+		uint64_t off = p[i].file_off, dev = p[i].disk_off, len = p[i].len;
+		int rc;
+
+		while (++i < n && p[i].file_off == off + len &&
+		       p[i].disk_off == p[i - 1].disk_off + p[i - 1].len)
+			len += p[i].len;
+		rc = fn(ctx, off, dev, len);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The hot pieces of an extent-mapped file; *out is malloc'd (NULL when none). */
+static int hot_pieces(struct cairn_image *img, const struct cairn_rinode *r,
+		      struct hot_piece **out, size_t *n)
+{
+	struct hot_piece *p = NULL;
+	struct cairn_disk_extent x;
+	size_t cap = 0;
+	uint64_t lo, hi;
+
+	*n = 0;
+	for (uint64_t i = 0; i < r->data_count; i++) {
+		int rc = cairn_image_extent_load(img, r->data_ref + i, r, &x);
+
+		if (rc) {
+			free(p);
+			return rc;
+		}
+		if (!hot_clip(img, x.disk_off, x.len, &lo, &hi))
+			continue;
+		if (*n == cap) {
+			size_t ncap = cap ? 2 * cap : 8;
+			struct hot_piece *q = realloc(p, ncap * sizeof(*q));
+
+			if (!q) {
+				free(p);
+				return -ENOMEM;
+			}
+			p = q;
+			cap = ncap;
+		}
+		p[(*n)++] = (struct hot_piece){ lo, x.file_off + (lo - x.disk_off), hi - lo };
+	}
+	*out = p;
+	return 0;
+}
+
+int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
+			   void *ctx)
+{
+	struct hot_piece one, *p = &one;
+	struct cairn_rinode r;
+	size_t n = 0;
+	int rc;
+
+	if (!(img->compat & CAIRN_COMPAT_HOT_PREFIX) || !img->hot_len)
+		return 0;
+	rc = load_regular(img, ino, &r);
+	if (rc || r.flags & CAIRN_IF_INLINE || r.size == 0)
+		return rc;
+	if (r.flags & CAIRN_IF_EXTENTS)
+		rc = hot_pieces(img, &r, &p, &n);
+	else if (hot_clip(img, r.data_ref, r.size, &one.disk_off, &one.len)) {
+		one.len -= one.disk_off; /* hot_clip gave [lo, hi) */
+		one.file_off = one.disk_off - r.data_ref;
+		n = 1;
+	}
+	if (!rc && n)
+		rc = hot_emit(p, n, fn, ctx);
+	if (p != &one)
+		free(p);
+	return rc;
+}
+
 /* ---- xattrs ---- */
 
 ssize_t cairn_image_getxattr(struct cairn_image *img, cairn_ino_t ino, const char *name,

@@ -319,6 +319,13 @@ void cairn_ns_forget(struct cairn_ns *ns, uint64_t node, uint64_t nlookup)
 	pthread_mutex_unlock(&ns->lock);
 }
 
+void cairn_ns_hold(struct cairn_ns *ns, uint64_t node)
+{
+	pthread_mutex_lock(&ns->lock);
+	ns_node_get(ns, node)->nlookup++;
+	pthread_mutex_unlock(&ns->lock);
+}
+
 int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *e)
 {
 	struct ns_node *n = ns_node_get(ns, node);
@@ -989,6 +996,15 @@ ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
 	if (ns_has_upper(n))
 		return cairn_ramfs_read(ns->ram, n->upper, buf, len, off);
 	return cairn_image_read(ns->img, n->lower, buf, len, off);
+}
+
+int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx)
+{
+	struct ns_node *n = ns_node_get(ns, node);
+
+	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
+		return 0;
+	return cairn_image_hot_ranges(ns->img, n->lower, fn, ctx);
 }
 
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # -o trace=FILE records the first reads as "PATH OFFSET LENGTH" in order;
 # `cairn mkfs --order` takes the file, and the rebuilt image mounts with
-# -o prefetch and serves the same bytes.
+# -o prefetch, pushes an opened file's hot pages into the page cache (so reading
+# them costs no FUSE read at all) and serves the same bytes.
 . "$(dirname "$0")/common.inc"
 SRC=$WORK/src
 mkdir -p "$SRC/lib" "$SRC/bin"
@@ -26,7 +27,19 @@ off=$(awk '$1 == "/lib/big.so" { print $2; exit }' "$WORK/trace")
 
 "$CAIRN" mkfs -q --order "$WORK/trace" "$SRC" "$WORK/hot.cairn" || fail "mkfs --order trace"
 "$CAIRN" info "$WORK/hot.cairn" | grep -i 'hot prefix'
-mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms || fail "mount -o prefetch"
+mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms,stats="$WORK/stats" || fail "mount -o prefetch"
+pid=$(daemons_of "$M")
+stat_of() { # stat_of NAME: the daemon's counter, fresh
+  rm -f "$WORK/stats"; kill -USR1 "$pid"; wait_file "$WORK/stats" || fail "no stats"
+  awk -v k="$1" '$1 == k { print $2 }' "$WORK/stats"
+}
+exec 3< "$M/bin/tool"                         # open alone queues the push
+i=0; while [ "$(stat_of push_bytes)" != 300000 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(stat_of push_bytes)" = 300000 ] || fail "bin/tool not pushed: $(cat "$WORK/stats")"
+cmp "$SRC/bin/tool" "$M/bin/tool" || fail "pushed pages differ"
+[ "$(stat_of fuse_image_reads)" = 0 ] || fail "pushed pages were read again: $(cat "$WORK/stats")"
+exec 3<&-
 diff -r "$SRC" "$M" || fail "ordered image differs"
+[ "$(stat_of fuse_image_reads)" -gt 0 ] || fail "reads are not counted"
 umnt "$M"
 echo "trace: ok"

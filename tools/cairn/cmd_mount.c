@@ -31,7 +31,7 @@ static const char usage[] =
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
 	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
-	"                  (auto: when the metadata is at most 16 MiB)\n"
+	"                  (auto: when the metadata is at most 4 MiB)\n"
 	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
 	"                  ENOSPC shows at fsync()/close(), not at write()\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"

@@ -15,6 +15,7 @@
 #include "mount.h"
 
 struct cairn_trace;
+struct cairn_push;
 
 /* The daemon's state, handed to every handler as the session's userdata. */
 struct cairn_fuse {
@@ -23,12 +24,15 @@ struct cairn_fuse {
 	struct fuse_session *se;
 	const struct cairn_mount_opts *o;
 	struct cairn_trace *trace;      /* NULL unless trace= */
+	struct cairn_push *push;        /* NULL unless prefetch= on an ordered image */
 	char *mnt_abs;                  /* absolute mountpoint */
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
 	int init_done;
 	uint64_t init_unique;           /* killpriv.c: the INIT request, 0 when done */
 	int killpriv_v2;                /* the kernel took FUSE_HANDLE_KILLPRIV_V2 */
+	uint64_t image_reads;           /* FUSE reads of image files (atomic) */
+	uint64_t image_read_bytes;      /* bytes they asked for (atomic) */
 };
 
 extern const struct fuse_lowlevel_ops cairn_fuse_ops;
@@ -41,5 +45,13 @@ int cairn_fuse_killpriv_v2(struct cairn_fuse *cf);
 int cairn_trace_open(const char *path, struct cairn_trace **out);
 void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uint64_t len);
 void cairn_trace_close(struct cairn_trace *t);
+
+/* push.c: stores the hot-prefix pages of opened image files into the kernel's
+ * page cache from a thread of its own (see the file's comment). */
+int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out);
+/* Queues node (an open image file, image inode image_ino) once per inode. */
+void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino);
+void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes);
+void cairn_push_stop(struct cairn_push *p);
 
 #endif

@@ -92,6 +92,16 @@ static void write_stats(struct cairn_fuse *cf)
 			"\ncache_errors %" PRIu64 "\n",
 			cs.evictions, cs.resident_bytes, cs.errors);
 	}
+	if (cf->img)
+		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
+			__atomic_load_n(&cf->image_reads, __ATOMIC_RELAXED),
+			__atomic_load_n(&cf->image_read_bytes, __ATOMIC_RELAXED));
+	if (cf->push) {
+		uint64_t files, bytes;
+
+		cairn_push_counts(cf->push, &files, &bytes);
+		fprintf(f, "push_files %" PRIu64 "\npush_bytes %" PRIu64 "\n", files, bytes);
+	}
 	cairn_ns_usage(cf->ns, &u);
 	fprintf(f, "ns_nodes %" PRIu64 "\nns_copy_ups %" PRIu64 "\n", u.nodes, u.copy_ups);
 	fprintf(f, "ram_data_bytes %" PRIu64 "\nram_meta_bytes %" PRIu64 "\nram_inodes %" PRIu64
@@ -134,11 +144,24 @@ static void *sig_main(void *arg)
 	return NULL;
 }
 
-/* Raise the bdi read-ahead once the kernel has taken the INIT reply (which can
+/* The bdi read-ahead for this mount, in KiB; -1 keeps the kernel's default. A
+ * traced mount turns it off, so the trace records the pages the program itself
+ * read, not read-ahead windows around them. A prefetched mount keeps the small
+ * default: the pages it needs are pushed ahead of it (push.c), and a page
+ * outside the hot prefix should not pull a large window of cold data with it. */
+static int read_ahead_kb(const struct cairn_mount_opts *o)
+{
+	if (o->trace_file)
+		return 0;
+	return o->prefetch ? -1 : READ_AHEAD_KB;
+}
+
+/* Set the bdi read-ahead once the kernel has taken the INIT reply (which can
  * only lower it). stat() of the mount root waits for INIT to complete. */
 static void *ra_main(void *arg)
 {
 	struct cairn_fuse *cf = arg;
+	int kb = read_ahead_kb(cf->o);
 	char path[64], val[16];
 	struct stat st;
 	int fd;
@@ -147,18 +170,13 @@ static void *ra_main(void *arg)
 	while (!cf->init_done)
 		pthread_cond_wait(&cf->init_cond, &cf->init_lock);
 	pthread_mutex_unlock(&cf->init_lock);
-	if (fuse_session_exited(cf->se) || stat(cf->mnt_abs, &st))
-		return NULL;
-	/* A traced or prefetched mount keeps the kernel's small read-ahead: the
-	 * trace then records what the program read, not 4 MiB windows around it,
-	 * so the hot prefix (and the prefetch) stays close to what it needs. */
-	if (cf->o->trace_file || cf->o->prefetch)
+	if (kb < 0 || fuse_session_exited(cf->se) || stat(cf->mnt_abs, &st))
 		return NULL;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev),
 		 minor(st.st_dev));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		int n = snprintf(val, sizeof(val), "%d", READ_AHEAD_KB);
+		int n = snprintf(val, sizeof(val), "%d", kb);
 
 		if (write(fd, val, (size_t)n) < 0) {
 			/* not allowed here (not root): keep the default */
@@ -188,7 +206,7 @@ static void report_problem(void *ctx, const char *msg)
  * damaged image is refused up front rather than giving EIO later. Metadata sits
  * together near the front, so this is one or a few large reads that lookups
  * would make anyway; above CAIRN_VERIFY_MAX it is left to first use. */
-#define CAIRN_VERIFY_MAX (16u << 20)
+#define CAIRN_VERIFY_MAX (4u << 20)
 static int verify_meta(struct cairn_image *img, const struct cairn_mount_opts *o)
 {
 	struct cairn_image_info info;
@@ -393,9 +411,10 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 		goto out;
 	}
 	mounted = 1;
-	/* Not with the write-back cache: pages are written back as root, so the
-	 * daemon could not tell when to clear set-user-ID bits. */
-	if (!o->writeback && cairn_fuse_killpriv_v2(&cf))
+	/* With the write-back cache too: there the kernel itself writes through,
+	 * with the caller's credentials, to files whose set-user-ID or set-group-ID
+	 * bits a write must clear, so the daemon still sees who wrote. */
+	if (cairn_fuse_killpriv_v2(&cf))
 		errf("%s: %s", o->mountpoint, "cannot hook the FUSE channel; writes cost more");
 	if (o->has_fault && cf.img && cairn_image_fault_dev(cf.img))
 		cairn_bdev_fault_set(cairn_image_fault_dev(cf.img), &o->fault);
@@ -405,6 +424,9 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 		have_sig = 1;
 	if (pthread_create(&ra, NULL, ra_main, &cf) == 0)
 		have_ra = 1;
+	/* Not while tracing: the trace must see the program's own reads. */
+	if (o->prefetch && !o->trace_file && cf.img && cairn_push_start(&cf, &cf.push))
+		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
 
 	rc = serve(&cf, o);
 	ret = rc < 0 ? 1 : 0;
@@ -417,6 +439,7 @@ out:
 		fuse_remove_signal_handlers(cf.se);
 		fuse_session_exit(cf.se);
 	}
+	cairn_push_stop(cf.push);
 	if (have_ra) {
 		pthread_mutex_lock(&cf.init_lock);
 		cf.init_done = 1;

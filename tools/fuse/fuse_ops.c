@@ -305,9 +305,14 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fi->flags & O_TRUNC)
 		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
+	/* Nothing is buffered here, so close() need not ask (FLUSH) at all; with
+	 * the write-back cache the kernel still writes back and reports errors. */
+	fi->noflush = 1;
 	/* Image files never change: keep their pages across opens. */
-	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE))
+	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE)) {
 		fi->keep_cache = 1;
+		cairn_push_file(ctx_of(req)->push, ino, e.st.ino);
+	}
 	return 0;
 }
 
@@ -408,6 +413,10 @@ static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 	int traced = cf->trace && cairn_ns_path(cf->ns, ino, path, sizeof(path)) > 0;
 
 	rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
+	if (from_image) {
+		__atomic_add_fetch(&cf->image_reads, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&cf->image_read_bytes, size, __ATOMIC_RELAXED);
+	}
 	if (!r.replied)
 		fuse_reply_err(req, to_errno(rc));
 	else if (traced && from_image)
@@ -668,8 +677,11 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	if (cf->o->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		/* -o writeback: the page cache takes small writes and the kernel
 		 * sends large WRITEs later, so ENOSPC shows at fsync()/close(). Pages
-		 * are written back with the flusher's credentials (root), so the
-		 * kernel, not this daemon, must clear set-user-ID bits on write. */
+		 * are written back with the flusher's credentials (root); with
+		 * KILLPRIV_V2 (killpriv.c) a write that must clear set-user-ID goes
+		 * through at once with the writer's, so the daemon clears it then.
+		 * The old KILLPRIV would leave that to the daemon for written-back
+		 * pages too, where it cannot tell who wrote. */
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	} else {

@@ -2,8 +2,12 @@
 /*
  * -o trace=FILE: the order in which image files and their ranges are first read,
  * one "PATH OFFSET LENGTH" line per newly touched range, which is what
- * `cairn mkfs --order FILE` takes. Ranges are tracked in 64 KiB granules, so a
- * file read sequentially in small requests gives a few lines, not thousands.
+ * `cairn mkfs --order FILE` takes. Ranges are tracked in pages and a request
+ * that touches several new ones gives one line. The traced mount turns the
+ * kernel's read-ahead off (daemon.c), so requests are the pages the program
+ * itself read or faulted in: the hot prefix built from the trace holds what the
+ * program needs, not read-ahead windows around it (Java Hello: 22 MiB traced,
+ * against 31 MiB with 128 KiB read-ahead and 64 KiB granules).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +16,7 @@
 #include <string.h>
 #include "cairn_fuse.h"
 
-#define GRANULE_SHIFT 16
+#define GRANULE_SHIFT 12
 
 struct trace_file {
 	char *path;

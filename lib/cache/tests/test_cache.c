@@ -302,7 +302,8 @@ static void test_passthrough(void **state)
 	rig_close(&r);
 }
 
-/* Prefetch fetches a range in max_io requests in the background. */
+/* Prefetch fetches a range in max_io requests in the background, skipping what is
+ * cached; the fewest requests that cover it. */
 static void test_prefetch(void **state)
 {
 	struct cairn_cache_config cfg = { .segment_size = 65536 };
@@ -313,13 +314,28 @@ static void test_prefetch(void **state)
 	check_read(&r, (1u << 20) + 5, 10, NULL); /* one segment already there */
 	cairn_cache_prefetch(r.cache, 1u << 20, (4u << 20) + 1000);
 	cairn_cache_drain(r.cache);
-	/* 4 MiB + 1000 bytes in 1 MiB-aligned chunks, one of them partly cached */
-	assert_int_equal(dev_requests(&r), 1 + 5);
+	/* 4 MiB + 1000 bytes past the cached segment: four max_io requests */
+	assert_int_equal(dev_requests(&r), 1 + 4);
 	for (uint64_t o = 1u << 20; o < (5u << 20) + 1000; o += 50000)
 		check_read(&r, o, 50000, NULL);
 	cairn_cache_get_stats(r.cache, &st);
 	assert_true(st.readahead_used > 0);
 	assert_int_equal(st.readahead_wasted, 0);
+	rig_close(&r);
+}
+
+/* A read of a part the prefetch has claimed but not fetched yet waits for it: it
+ * sends no request of its own that would cut the prefetch's into pieces. */
+static void test_prefetch_claims(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct rig r;
+
+	rig_open(&r, 8u << 20, &cfg, 20000000); /* 20 ms per request */
+	cairn_cache_prefetch(r.cache, 0, 4u << 20);
+	check_read(&r, (3u << 20) + 4096, 100000, NULL); /* in the last 1 MiB request */
+	cairn_cache_drain(r.cache);
+	assert_int_equal(dev_requests(&r), 4);
 	rig_close(&r);
 }
 
@@ -356,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_passthrough),
 		cmocka_unit_test(test_prefetch),
+		cmocka_unit_test(test_prefetch_claims),
 		cmocka_unit_test(test_bad_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

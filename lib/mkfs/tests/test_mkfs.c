@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <xxhash.h>
 #include <cairn/format.h>
+#include <cairn/image.h>
 #include <cairn/mkfs.h>
 
 /* ---- host tree helpers ---- */
@@ -469,6 +470,67 @@ static void test_options(void **state)
 	free(im.p);
 }
 
+struct hot_seen {
+	uint64_t file_off[8], dev_off[8], len[8];
+	unsigned n;
+};
+
+static int collect_hot(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_t len)
+{
+	struct hot_seen *h = ctx;
+
+	assert_true(h->n < 8);
+	h->file_off[h->n] = file_off;
+	h->dev_off[h->n] = dev_off;
+	h->len[h->n++] = len;
+	return 0;
+}
+
+static void hot_of(struct cairn_image *img, const char *name, struct hot_seen *h)
+{
+	cairn_ino_t ino;
+
+	memset(h, 0, sizeof(*h));
+	assert_int_equal(cairn_image_lookup(img, cairn_image_root(img), name, strlen(name), &ino),
+			 0);
+	assert_int_equal(cairn_image_hot_ranges(img, ino, collect_hot, h), 0);
+}
+
+/* cairn_image_hot_ranges() gives each file's hot ranges in prefix (trace) order,
+ * with their device offsets; nothing for files outside the prefix. */
+static void test_hot_ranges(void **state)
+{
+	struct cairn_mkfs_opts o;
+	struct cairn_image_info info;
+	struct cairn_image *img;
+	struct hot_seen h;
+	char order[1024], path[1024];
+
+	pathf(order, sizeof(order), "hot.txt");
+	FILE *f = fopen(order, "w");
+	fprintf(f, "/big-other 1048576 65536\n/edge2049\n/big-other 0 4096\n");
+	fclose(f);
+	cairn_mkfs_opts_init(&o);
+	o.order_file = order;
+	assert_int_equal(build("hot.cairn", &o, "src"), 0);
+	pathf(path, sizeof(path), "hot.cairn");
+	assert_int_equal(cairn_image_open_path(path, NULL, &img), 0);
+	cairn_image_get_info(img, &info);
+
+	hot_of(img, "big-other", &h);
+	assert_int_equal(h.n, 2);
+	assert_true(h.file_off[0] == 1048576 && h.len[0] == 65536);
+	assert_true(h.dev_off[0] == info.hot_off);
+	assert_true(h.file_off[1] == 0 && h.len[1] == 4096);
+	assert_true(h.dev_off[1] == info.hot_off + 65536 + 4096); /* after edge2049 */
+	hot_of(img, "edge2049", &h);
+	assert_int_equal(h.n, 1);
+	assert_true(h.file_off[0] == 0 && h.len[0] == 2049 && h.dev_off[0] == info.hot_off + 65536);
+	hot_of(img, "big", &h);
+	assert_int_equal(h.n, 0);
+	cairn_image_close(img);
+}
+
 static void test_manifest_build(void **state)
 {
 	char man[1024], img[1024];
@@ -669,6 +731,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reproducible, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hot_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_build, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep, setup, teardown),

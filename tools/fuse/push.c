@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * -o prefetch, second half: page-cache push. The prefetch reads the image's hot
+ * prefix into the daemon's cache at mount; without more, each page the program
+ * then faults in still costs it a FUSE round trip (hundreds for Java Hello). So
+ * when the kernel opens an image file with data in the hot prefix, its hot ranges
+ * join a queue that one thread works through lowest device offset first, storing
+ * each range straight into the kernel's page cache (FUSE notify_store). The prefix
+ * is laid out in the order the traced program first read it, so across all open
+ * files this runs ahead of the program in the order it will fault. A page the
+ * program asks for first is simply read as usual; storing it again later writes
+ * the same bytes.
+ *
+ * Safety: the image never changes, so any stored page is right. Node ids are
+ * addresses and get reused once freed, so each queued range holds a lookup
+ * reference (cairn_ns_hold) until it is pushed: its id cannot come to name
+ * another file.
+ * If the kernel has dropped the inode meanwhile, notify_store says -ENOENT and the
+ * push of that file ends.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cairn_fuse.h"
+
+#define PUSH_CHUNK (1u << 20) /* the most one notify_store message carries */
+#define PAGE 4096u
+
+struct push_range {
+	uint64_t dev_off, file_off, len, node;
+};
+
+struct cairn_push {
+	struct cairn_fuse *cf;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct push_range *heap;  /* min-heap on dev_off */
+	size_t n, cap;
+	uint64_t *seen;           /* open-addressed set of image inodes queued once */
+	size_t seen_mask, seen_count;
+	int stop;
+	pthread_t tid;
+	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
+	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
+};
+
+static size_t hash_ino(uint64_t k)
+{
+	k ^= k >> 31;
+	k *= 0x9e3779b97f4a7c15ULL;
+	return (size_t)(k ^ (k >> 29));
+}
+
+/* Adds ino (never 0) to the seen set; 1 if it was new, 0 if there, -ENOMEM. */
+static int seen_add(struct cairn_push *p, uint64_t ino)
+{
+	size_t i;
+
+	if (2 * (p->seen_count + 1) > p->seen_mask + 1) {
+		size_t nmask = p->seen_mask ? 2 * p->seen_mask + 1 : 255;
+		uint64_t *n = calloc(nmask + 1, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (size_t j = 0; p->seen && j <= p->seen_mask; j++) {
+			if (!p->seen[j])
+				continue;
+			for (i = hash_ino(p->seen[j]) & nmask; n[i]; i = (i + 1) & nmask)
+				;
+			n[i] = p->seen[j];
+		}
+		free(p->seen);
+		p->seen = n;
+		p->seen_mask = nmask;
+	}
+	for (i = hash_ino(ino) & p->seen_mask; p->seen[i]; i = (i + 1) & p->seen_mask)
+		if (p->seen[i] == ino)
+			return 0;
+	p->seen[i] = ino;
+	p->seen_count++;
+	return 1;
+}
+
+/* ---- the queue: a binary min-heap on device offset (lock held) ---- */
+
+static void heap_swap(struct push_range *h, size_t a, size_t b)
+{
+	struct push_range t = h[a];
+
+	h[a] = h[b];
+	h[b] = t;
+}
+
+static int heap_push(struct cairn_push *p, const struct push_range *r)
+{
+	size_t i;
+
+	if (p->n == p->cap) {
+		size_t ncap = p->cap ? 2 * p->cap : 64;
+		struct push_range *h = realloc(p->heap, ncap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		p->heap = h;
+		p->cap = ncap;
+	}
+	i = p->n++;
+	p->heap[i] = *r;
+	while (i && p->heap[(i - 1) / 2].dev_off > p->heap[i].dev_off) {
+		heap_swap(p->heap, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+static struct push_range heap_pop(struct cairn_push *p)
+{
+	struct push_range top = p->heap[0];
+	size_t i = 0;
+
+	p->heap[0] = p->heap[--p->n];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < p->n && p->heap[l].dev_off < p->heap[m].dev_off)
+			m = l;
+		if (r < p->n && p->heap[r].dev_off < p->heap[m].dev_off)
+			m = r;
+		if (m == i)
+			return top;
+		heap_swap(p->heap, i, m);
+		i = m;
+	}
+}
+
+/* ---- queueing an opened file ---- */
+
+struct file_ranges {
+	uint64_t node;
+	struct push_range *v;
+	size_t n, cap;
+};
+
+static int collect_range(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_t len)
+{
+	struct file_ranges *f = ctx;
+
+	if (f->n == f->cap) {
+		size_t ncap = f->cap ? 2 * f->cap : 16;
+		struct push_range *v = realloc(f->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM; /* the rest is read on demand */
+		f->v = v;
+		f->cap = ncap;
+	}
+	f->v[f->n++] = (struct push_range){ dev_off, file_off, len, f->node };
+	return 0;
+}
+
+void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino)
+{
+	struct file_ranges f = { node, NULL, 0, 0 };
+	int fresh;
+
+	if (!p || !image_ino)
+		return;
+	pthread_mutex_lock(&p->lock);
+	fresh = !p->stop && seen_add(p, image_ino) == 1;
+	pthread_mutex_unlock(&p->lock);
+	if (!fresh)
+		return;
+	/* Pushing is advice: whatever is not pushed, the program reads. */
+	(void)cairn_ns_hot_ranges(p->cf->ns, node, collect_range, &f);
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < f.n && heap_push(p, &f.v[i]) == 0; i++)
+		cairn_ns_hold(p->cf->ns, node); /* dropped once the range is pushed */
+	p->files += f.n != 0;
+	if (f.n)
+		pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	free(f.v);
+}
+
+/* ---- the pushing thread ---- */
+
+/* Stores r's pages, at most PUSH_CHUNK of them; what is left goes back in the
+ * queue so a range opened meanwhile that the program needs sooner goes first.
+ * Returns the bytes stored, 0 when the range is finished or given up (the
+ * kernel forgot the inode, or reading failed: the program will get the error). */
+static size_t push_piece(struct cairn_push *p, struct push_range *r)
+{
+	uint64_t off = r->file_off & ~(uint64_t)(PAGE - 1);
+	uint64_t end = r->file_off + r->len;
+	size_t want = end - off < PUSH_CHUNK ? (size_t)(end - off) : PUSH_CHUNK;
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	ssize_t got;
+
+	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
+	got = cairn_ns_read(p->cf->ns, r->node, p->buf, want, off);
+	if (got <= 0)
+		return 0;
+	bv.buf[0].mem = p->buf;
+	bv.buf[0].size = (size_t)got;
+	if (fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0))
+		return 0;
+	if (off + (uint64_t)got >= end)
+		return (size_t)got;
+	r->dev_off += off + (uint64_t)got - r->file_off;
+	r->len = end - (off + (uint64_t)got);
+	r->file_off = off + (uint64_t)got;
+	return (size_t)got;
+}
+
+static void *push_main(void *arg)
+{
+	struct cairn_push *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct push_range r;
+		uint64_t old_off;
+		size_t done;
+
+		while (!p->n && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->stop)
+			break;
+		r = heap_pop(p);
+		pthread_mutex_unlock(&p->lock);
+		old_off = r.file_off;
+		done = push_piece(p, &r);
+		pthread_mutex_lock(&p->lock);
+		p->bytes += done;
+		if (done && r.file_off != old_off && heap_push(p, &r) == 0)
+			continue; /* still holds its reference */
+		pthread_mutex_unlock(&p->lock);
+		cairn_ns_forget(p->cf->ns, r.node, 1);
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out)
+{
+	struct cairn_push *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->cf = cf;
+	p->buf = malloc(PUSH_CHUNK);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	if (!p->buf || pthread_create(&p->tid, NULL, push_main, p)) {
+		int err = p->buf ? -EAGAIN : -ENOMEM;
+
+		pthread_cond_destroy(&p->cond);
+		pthread_mutex_destroy(&p->lock);
+		free(p->buf);
+		free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes)
+{
+	*files = *bytes = 0;
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	*files = p->files;
+	*bytes = p->bytes;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Ends the thread, dropping the references of ranges never pushed. NULL is a no-op. */
+void cairn_push_stop(struct cairn_push *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->tid, NULL);
+	for (size_t i = 0; i < p->n; i++)
+		cairn_ns_forget(p->cf->ns, p->heap[i].node, 1);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p->heap);
+	free(p->seen);
+	free(p->buf);
+	free(p);
+}
