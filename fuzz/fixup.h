@@ -16,8 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <xxhash.h>
-#include "../include/cairn/format.h" /* relative: tests/progs build without -I */
+#include "../lib/format/format_int.h" /* relative: tests/progs build without -I */
 
 static inline uint64_t fixup_get64(const uint8_t *p)
 {
@@ -48,14 +47,10 @@ static inline int cairn_fixup_checksums(uint8_t *img, size_t size)
 	if (meta_off % CAIRN_BLOCK_SIZE == 0 && meta_len % CAIRN_BLOCK_SIZE == 0 &&
 	    meta_off <= size && meta_len <= size - meta_off &&
 	    csum_off <= size && blocks <= (size - csum_off) / 8) {
-		for (uint64_t b = 0; b < blocks; b++)
-			fixup_put64(img + csum_off + b * 8,
-				    XXH3_64bits(img + meta_off + b * CAIRN_BLOCK_SIZE,
-						CAIRN_BLOCK_SIZE));
-		s.csum_table_hash = cairn_le64(XXH3_64bits(img + csum_off, (size_t)blocks * 8));
+		cairn_format_csum_fill(img + csum_off, img + meta_off, blocks);
+		s.csum_table_hash = cairn_le64(cairn_format_table_csum(img + csum_off, blocks));
 	}
-	s.super_hash = 0;
-	s.super_hash = cairn_le64(XXH3_64bits(&s, sizeof(s)));
+	s.super_hash = cairn_le64(cairn_format_super_csum(&s));
 	memcpy(img, &s, sizeof(s));
 	return 1;
 }

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/bench.h"
 
 #define CTL_NAME     ".delayfs"
 #define CTL_INO      2
@@ -62,14 +63,6 @@ struct delayfs {
 	atomic_uint_fast64_t requests, bytes, errors, max_request, inflight, max_inflight;
 	atomic_uint_fast64_t hist[HIST_BUCKETS];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Reserve a channel for one request arriving now; returns its completion deadline.
  * A request starts when the earliest channel frees up, so with one channel the device
@@ -380,7 +373,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct delayfs *fs = fuse_req_userdata(req);
-	uint64_t arrival = now_ns();
+	uint64_t arrival = bench_now_ns();
 	ssize_t n;
 	char *buf;
 
@@ -571,28 +564,6 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	return 1;
 }
 
-/* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */
-static int parse_duration_ns(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	if (*end == '\0' || strcmp(end, "us") == 0)
-		v *= 1e3;
-	else if (strcmp(end, "ms") == 0)
-		v *= 1e6;
-	else if (strcmp(end, "s") == 0)
-		v *= 1e9;
-	else if (strcmp(end, "ns") != 0)
-		return -EINVAL;
-	*out = (uint64_t)(v + 0.5);
-	return 0;
-}
-
 static void usage(const char *prog)
 {
 	printf("usage: %s SRCDIR MOUNTPOINT [options]\n"
@@ -625,7 +596,7 @@ static int delayfs_init(struct delayfs *fs, const struct cmdline *c)
 {
 	memset(fs, 0, sizeof *fs);
 	fs->delay_ns = 1000000;
-	if (c->delay && parse_duration_ns(c->delay, &fs->delay_ns) != 0) {
+	if (c->delay && bench_parse_duration_ns(c->delay, &fs->delay_ns) != 0) {
 		fprintf(stderr, "delayfs: bad delay '%s' (want e.g. 1ms, 250us)\n", c->delay);
 		return -1;
 	}

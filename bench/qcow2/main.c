@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cairn/cairn.h>
+#include "../common/bench.h"
 
 struct opts {
 	const char *path;
@@ -29,50 +29,6 @@ struct opts {
 	int random, walk;
 	const char *l2_label;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (end == s || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_delay(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v < 0)
-		return -EINVAL;
-	if (!strcmp(end, "ms"))
-		v *= 1e6;
-	else if (!strcmp(end, "us") || !*end)
-		v *= 1e3;
-	else if (!strcmp(end, "s"))
-		v *= 1e9;
-	else if (strcmp(end, "ns"))
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
 
 static void usage(void)
 {
@@ -102,23 +58,23 @@ static void parse(int argc, char **argv, struct opts *o)
 		if (!val)
 			usage();
 		i++;
-		if (!strcmp(a, "--delay") && parse_delay(val, &o->delay_ns) == 0)
+		if (!strcmp(a, "--delay") && bench_parse_duration_ns(val, &o->delay_ns) == 0)
 			continue;
 		if (!strcmp(a, "--l2-cache") && !strcmp(val, "off")) {
 			o->q.l2_cache_disabled = 1;
 			o->l2_label = "off";
 			continue;
 		}
-		if (!strcmp(a, "--l2-cache") && parse_size(val, &v) == 0 && v) {
+		if (!strcmp(a, "--l2-cache") && bench_parse_size(val, &v) == 0 && v) {
 			o->q.l2_cache_bytes = (size_t)v;
 			o->l2_label = val;
 			continue;
 		}
-		if (!strcmp(a, "--slice") && parse_size(val, &v) == 0) {
+		if (!strcmp(a, "--slice") && bench_parse_size(val, &v) == 0) {
 			o->q.l2_slice_bytes = (size_t)v;
 			continue;
 		}
-		if (!strcmp(a, "--chunk") && parse_size(val, &v) == 0 && v) {
+		if (!strcmp(a, "--chunk") && bench_parse_size(val, &v) == 0 && v) {
 			o->chunk = v;
 			continue;
 		}
@@ -317,7 +273,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	parse(argc, argv, &o);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	rc = build(&o, &top, &c.stats, &c.is_q);
 	if (rc < 0) {
 		fprintf(stderr, "qcow2: %s: %s\n", o.path, cairn_strerror(rc));
@@ -330,7 +286,7 @@ int main(int argc, char **argv)
 		take_counters(&c, top);
 		cairn_bdev_close(top);
 	}
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	if (rc < 0) {
 		fprintf(stderr, "qcow2: %s: %s\n", o.path, cairn_strerror(rc));
 		return 1;

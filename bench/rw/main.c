@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+#include "../common/bench.h"
 
 struct rw_opts {
 	const char *dir;
@@ -24,42 +24,18 @@ struct rw_opts {
 	int keep;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* "64M", "4k", "4096" -> bytes; 0 on a bad value. */
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	return *end ? 0 : v;
-}
-
 /* One phase: `calls` write() or read() calls of bs bytes from offset 0. Returns seconds,
  * or a negative value after printing the error. */
 static double run_phase(int fd, char *buf, const struct rw_opts *o, int writing,
 			const char *path)
 {
-	uint64_t calls = o->size / o->bs;
-	double t0;
+	uint64_t calls = o->size / o->bs, t0;
 
 	if (lseek(fd, 0, SEEK_SET) != 0) {
 		fprintf(stderr, "rw: %s: lseek: %s\n", path, strerror(errno));
 		return -1;
 	}
-	t0 = now_s();
+	t0 = bench_now_ns();
 	for (uint64_t i = 0; i < calls; i++) {
 		ssize_t n = writing ? write(fd, buf, o->bs) : read(fd, buf, o->bs);
 
@@ -69,7 +45,7 @@ static double run_phase(int fd, char *buf, const struct rw_opts *o, int writing,
 			return -1;
 		}
 	}
-	return now_s() - t0;
+	return (double)(bench_now_ns() - t0) / 1e9;
 }
 
 static int parse_args(int argc, char **argv, struct rw_opts *o)
@@ -77,11 +53,16 @@ static int parse_args(int argc, char **argv, struct rw_opts *o)
 	o->size = 64ull << 20;
 	o->bs = 4096;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
-			o->size = parse_size(argv[++i]);
-		else if (strcmp(argv[i], "--bs") == 0 && i + 1 < argc)
-			o->bs = (size_t)parse_size(argv[++i]);
-		else if (strcmp(argv[i], "--keep") == 0)
+		uint64_t v;
+
+		if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+			if (bench_parse_size(argv[++i], &o->size))
+				return -1;
+		} else if (strcmp(argv[i], "--bs") == 0 && i + 1 < argc) {
+			if (bench_parse_size(argv[++i], &v))
+				return -1;
+			o->bs = (size_t)v;
+		} else if (strcmp(argv[i], "--keep") == 0)
 			o->keep = 1;
 		else if (argv[i][0] != '-' && !o->dir)
 			o->dir = argv[i];

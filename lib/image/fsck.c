@@ -20,6 +20,7 @@
 #include <xxhash.h>
 #include <cairn/cache.h>
 #include <cairn/error.h>
+#include "format/format_int.h"
 #include "image_int.h"
 
 #define MAX_REPORTS 200 /* after this many problems only the count grows */
@@ -95,7 +96,9 @@ static int check_block0(struct fsck *f)
 	return 0;
 }
 
-/* The checksum table against its hash, then every metadata block against it. */
+/* The checksum table against its hash, then every metadata block against it.
+ * The table hash is cairn_format_table_csum() streamed through CHUNK: the table
+ * is not held whole (8 bytes per metadata block). */
 static int check_checksums(struct fsck *f)
 {
 	struct cairn_image *img = f->img;
@@ -132,19 +135,6 @@ static int check_checksums(struct fsck *f)
 out:
 	XXH3_freeState(st);
 	return rc;
-}
-
-static unsigned mode_dtype(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return DT_REG;
-	case S_IFDIR: return DT_DIR;
-	case S_IFLNK: return DT_LNK;
-	case S_IFCHR: return DT_CHR;
-	case S_IFBLK: return DT_BLK;
-	case S_IFIFO: return DT_FIFO;
-	default: return DT_SOCK;
-	}
 }
 
 static int check_xattrs(struct fsck *f, cairn_ino_t ino, const struct cairn_rinode *r)
@@ -338,7 +328,7 @@ static int check_dir(struct fsck *f, cairn_ino_t dir, uint64_t **queue, uint64_t
 		rc = cairn_image_inode_load(img, e.ino, &c);
 		if (rc)
 			return rc == -CAIRN_ECORRUPT ? 0 : rc;
-		if (mode_dtype(c.mode) != e.type)
+		if (cairn_format_dtype(c.mode) != e.type)
 			problem(f, "directory %llu: entry '%s' type %u does not match inode %u", d,
 				e.name, e.type, e.ino);
 		if (!S_ISDIR(c.mode))

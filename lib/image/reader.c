@@ -20,9 +20,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
-#include <xxhash.h>
 #include <cairn/cache.h>
 #include <cairn/error.h>
+#include "format/format_int.h"
 #include "image_int.h"
 
 #define MAX_SYMLINK_FOLLOWS 40
@@ -80,7 +80,7 @@ static int block_verified(struct cairn_image *img, uint64_t b)
 int cairn_image_verify_block(struct cairn_image *img, uint64_t b)
 {
 	unsigned char block[CAIRN_BLOCK_SIZE];
-	uint64_t want, got;
+	uint64_t want;
 	int rc;
 
 	if (b >= img->meta_blocks)
@@ -92,8 +92,7 @@ int cairn_image_verify_block(struct cairn_image *img, uint64_t b)
 	rc = cairn_image_dev_read(img, &want, sizeof(want), img->csum_off + b * 8, NULL);
 	if (rc)
 		return rc;
-	got = XXH3_64bits(block, sizeof(block));
-	if (got != cairn_le64(want))
+	if (cairn_format_block_csum(block) != cairn_le64(want))
 		return cairn_image_corrupt(img, "metadata block %llu (offset %llu): checksum mismatch",
 					   (unsigned long long)b,
 					   (unsigned long long)(img->meta_off + b * CAIRN_BLOCK_SIZE));
@@ -397,7 +396,6 @@ static void super_decode(struct cairn_image *img, const struct cairn_disk_super 
 static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, size_t why_len)
 {
 	const struct cairn_disk_super *s = &img->raw;
-	struct cairn_disk_super tmp;
 	uint64_t csum_len;
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
@@ -405,9 +403,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 	if (cairn_le16(s->version_major) != CAIRN_VERSION_MAJOR)
 		return why_fail(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));
-	tmp = *s;
-	tmp.super_hash = 0;
-	if (XXH3_64bits(&tmp, sizeof(tmp)) != cairn_le64(s->super_hash))
+	if (cairn_format_super_csum(s) != cairn_le64(s->super_hash))
 		return BAD("superblock checksum mismatch");
 	if (cairn_le32(s->block_size) != CAIRN_BLOCK_SIZE)
 		return BAD("unsupported block size %u", cairn_le32(s->block_size));

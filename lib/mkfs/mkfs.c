@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,35 +454,32 @@ void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *o
 	*out = m->stats;
 }
 
-int cairn_mkfs_add_tree(struct cairn_mkfs *m, const char *guest_dir, const char *host_dir)
+/* add_tree and add_path: host object `host` at in-image path `guest`. */
+static int add_host(struct cairn_mkfs *m, const char *guest, const char *host, int follow,
+		    int recurse)
 {
-	if (guest_dir[0] != '/')
-		return mk_err(m, -EINVAL, "%s: in-image path must start with '/'", guest_dir);
-	if (guest_is_root(guest_dir))
-		return mk_scan_tree_into(m, m->root, host_dir, "", 1);
+	if (guest[0] != '/')
+		return mk_err(m, -EINVAL, "%s: in-image path must start with '/'", guest);
+	if (guest_is_root(guest))
+		return mk_scan_tree_into(m, m->root, host, "", recurse);
 	uint32_t dir;
 	const char *name;
 	size_t nl;
-	int rc = guest_parent(m, guest_dir, &dir, &name, &nl);
+	int rc = guest_parent(m, guest, &dir, &name, &nl);
 	if (rc)
 		return rc;
-	return mk_scan_path(m, dir, name, nl, host_dir, guest_dir, 1, 1);
+	return mk_scan_path(m, dir, name, nl, host, guest, follow, recurse);
+}
+
+int cairn_mkfs_add_tree(struct cairn_mkfs *m, const char *guest_dir, const char *host_dir)
+{
+	return add_host(m, guest_dir, host_dir, 1, 1);
 }
 
 int cairn_mkfs_add_path(struct cairn_mkfs *m, const char *guest_path, const char *host_path,
 			int follow)
 {
-	if (guest_path[0] != '/')
-		return mk_err(m, -EINVAL, "%s: in-image path must start with '/'", guest_path);
-	if (guest_is_root(guest_path))
-		return mk_scan_tree_into(m, m->root, host_path, "", 0);
-	uint32_t dir;
-	const char *name;
-	size_t nl;
-	int rc = guest_parent(m, guest_path, &dir, &name, &nl);
-	if (rc)
-		return rc;
-	return mk_scan_path(m, dir, name, nl, host_path, guest_path, follow, 0);
+	return add_host(m, guest_path, host_path, follow, 0);
 }
 
 int cairn_mkfs_add_symlink(struct cairn_mkfs *m, const char *guest_path, const char *target)
@@ -538,19 +534,11 @@ static char *host_join(const char *base, const char *host)
 	return s;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* GLOB: entries of host dir matching the pattern, sorted, each as guest/name. */
 static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
 		      const char *pattern)
 {
-	/* O_NOATIME: listing must not change the source, or builds differ. */
-	int fd = mk_open_long(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = mk_open_long(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = mk_open_noatime(AT_FDCWD, host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return mk_err(m, -errno, "%s: %s", host, strerror(errno));
 	DIR *d = fdopendir(fd);
@@ -558,59 +546,28 @@ static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
 		close(fd);
 		return mk_err(m, -errno, "%s: %s", host, strerror(errno));
 	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fnmatch(pattern, de->d_name, FNM_PERIOD))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn = realloc(names, cap * sizeof(*names));
-			if (!nn) {
-				rc = -ENOMEM;
-				break;
-			}
-			names = nn;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		n++;
-	}
+	char **names;
+	size_t n;
+	int rc = mk_list_dir(m, d, host, pattern, &names, &n);
 	closedir(d);
-	if (!rc && n > 1)
-		qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i < n && !rc; i++) {
-		size_t gl = strlen(guest), hl = strlen(host), nl = strlen(names[i]);
-		char *g = malloc(gl + nl + 2), *h = malloc(hl + nl + 2);
-		if (!g || !h) {
-			rc = -ENOMEM;
-		} else {
-			sprintf(g, "%s%s%s", guest, guest[gl - 1] == '/' ? "" : "/", names[i]);
-			sprintf(h, "%s%s%s", host, host[hl - 1] == '/' ? "" : "/", names[i]);
-			if (!cairn_mkfs_path_excluded(g, m->o.excludes, m->o.exclude_count)) {
-				struct stat st;
-				if (lstat(h, &st))
-					rc = mk_err(m, -errno, "%s: %s", h, strerror(errno));
-				else if (S_ISDIR(st.st_mode))
-					rc = cairn_mkfs_add_tree(m, g, h);
-				else
-					rc = cairn_mkfs_add_path(m, g, h, 0);
-			}
-		}
+		size_t nl = strlen(names[i]);
+		char *g = mk_path_join(guest, names[i], nl), *h = mk_path_join(host, names[i], nl);
+		struct stat st;
+		if (!g || !h)
+			rc = mk_err(m, -ENOMEM, "out of memory");
+		else if (cairn_mkfs_path_excluded(g, m->o.excludes, m->o.exclude_count))
+			; /* skipped, with its subtree */
+		else if (lstat(h, &st))
+			rc = mk_err(m, -errno, "%s: %s", h, strerror(errno));
+		else if (S_ISDIR(st.st_mode))
+			rc = cairn_mkfs_add_tree(m, g, h);
+		else
+			rc = cairn_mkfs_add_path(m, g, h, 0);
 		free(g);
 		free(h);
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	if (rc == -ENOMEM)
-		mk_err(m, rc, "out of memory");
+	mk_free_names(names, n);
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #ifndef CAIRN_MKFS_INT_H
 #define CAIRN_MKFS_INT_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -152,6 +153,21 @@ int mk_scan_tree_into(struct cairn_mkfs *m, uint32_t dir_ino, const char *host,
 		      const char *guest, int recurse);
 /* Open a host path of any length (components beyond PATH_MAX via openat). */
 int mk_open_long(const char *path, int flags);
+/* Open a source path relative to dfd (AT_FDCWD: a path of any length, as
+ * mk_open_long) with O_NOATIME, so packing does not change the source (or two
+ * builds would differ); without it where we do not own the file (EPERM). */
+int mk_open_noatime(int dfd, const char *path, int flags);
+/* a + "/" + the bl bytes of b (no second slash when a ends with one); malloc'd,
+ * NULL without memory. */
+char *mk_path_join(const char *a, const char *b, size_t bl);
+/* The names in directory d (host path `host`, for messages), without "." and
+ * "..", and with `pattern` only those fnmatch(FNM_PERIOD) matches; sorted by
+ * strcmp so builds are reproducible. On success *out (free with mk_free_names)
+ * holds *count malloc'd names; on error nothing is left allocated and m's error
+ * is set. */
+int mk_list_dir(struct cairn_mkfs *m, DIR *d, const char *host, const char *pattern,
+		char ***out, size_t *count);
+void mk_free_names(char **names, size_t n);
 
 /* The --order plan (order.c): marks whole hot files (hot = 1), splits files with
  * range records into extents, and appends struct mk_hot items to `hot` in

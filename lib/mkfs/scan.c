@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,17 +70,20 @@ int mk_open_long(const char *path, int flags)
 	return fd;
 }
 
-/* open with O_NOATIME, falling back without it when we do not own the file. */
-static int open_noatime(int dfd, const char *name, int flags, int long_path)
+static int open_at(int dfd, const char *path, int flags)
 {
-	int fd = long_path ? mk_open_long(name, flags | O_NOATIME)
-			   : openat(dfd, name, flags | O_NOATIME);
+	return dfd == AT_FDCWD ? mk_open_long(path, flags) : openat(dfd, path, flags);
+}
+
+int mk_open_noatime(int dfd, const char *path, int flags)
+{
+	int fd = open_at(dfd, path, flags | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
-		fd = long_path ? mk_open_long(name, flags) : openat(dfd, name, flags);
+		fd = open_at(dfd, path, flags);
 	return fd;
 }
 
-static char *path_join(const char *a, const char *b, size_t bl)
+char *mk_path_join(const char *a, const char *b, size_t bl)
 {
 	size_t al = strlen(a);
 	int slash = al && a[al - 1] == '/';
@@ -307,7 +311,7 @@ static int scan_regular(struct cairn_mkfs *m, uint32_t ino, int dfd, const char 
 			return rc;
 		}
 	}
-	fd = open_noatime(dfd, at, flags, dfd == AT_FDCWD);
+	fd = mk_open_noatime(dfd, at, flags);
 	if (fd < 0)
 		return mk_err(m, -errno, "%s: cannot read: %s", path, strerror(errno));
 	rc = read_xattrs(m, ino, fd, path);
@@ -459,16 +463,30 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int read_names(struct cairn_mkfs *m, DIR *d, const char *host, char ***out, size_t *count)
+void mk_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int mk_list_dir(struct cairn_mkfs *m, DIR *d, const char *host, const char *pattern,
+		char ***out, size_t *count)
 {
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 
+	*out = NULL;
+	*count = 0;
 	errno = 0;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (pattern && fnmatch(pattern, de->d_name, FNM_PERIOD)) {
+			errno = 0;
+			continue;
+		}
 		if (n == cap) {
 			cap = cap ? 2 * cap : 32;
 			char **nn = realloc(names, cap * sizeof(*nn));
@@ -483,9 +501,7 @@ static int read_names(struct cairn_mkfs *m, DIR *d, const char *host, char ***ou
 	}
 	if (errno) {
 		int e = errno;
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
+		mk_free_names(names, n);
 		return mk_err(m, -e, "%s: readdir: %s", host, strerror(e));
 	}
 	if (n > 1)
@@ -494,9 +510,7 @@ static int read_names(struct cairn_mkfs *m, DIR *d, const char *host, char ***ou
 	*count = n;
 	return 0;
 nomem:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	mk_free_names(names, n);
 	return mk_err(m, -ENOMEM, "out of memory");
 }
 
@@ -505,7 +519,7 @@ nomem:
 static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const char *guest,
 		    int recurse)
 {
-	int fd = open_noatime(AT_FDCWD, host, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 1);
+	int fd = mk_open_noatime(AT_FDCWD, host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return mk_err(m, -errno, "%s: cannot open directory: %s", host, strerror(errno));
 	int rc = read_xattrs(m, dir, fd, host);
@@ -524,13 +538,13 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 	/* A directory with no entries yet (the common case) needs no lookups:
 	 * host names are unique. */
 	int fresh = mk_ino(m, dir)->nchild == 0;
-	rc = read_names(m, d, host, &names, &n);
+	rc = mk_list_dir(m, d, host, NULL, &names, &n);
 	if (!rc && n && !(subs = malloc(n * sizeof(*subs))))
 		rc = mk_err(m, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t nl = strlen(names[i]);
-		char *g = path_join(guest[0] ? guest : "/", names[i], nl);
-		char *h = path_join(host, names[i], nl);
+		char *g = mk_path_join(guest[0] ? guest : "/", names[i], nl);
+		char *h = mk_path_join(host, names[i], nl);
 		struct stat st;
 		uint32_t ino;
 		if (!g || !h) {
@@ -562,14 +576,12 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 		free(h);
 	}
 	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	mk_free_names(names, n);
 	for (size_t i = 0; i < nsub; i++) {
 		if (!rc) {
 			size_t nl = strlen(subs[i].name);
-			char *g = path_join(guest[0] ? guest : "/", subs[i].name, nl);
-			char *h = path_join(host, subs[i].name, nl);
+			char *g = mk_path_join(guest[0] ? guest : "/", subs[i].name, nl);
+			char *h = mk_path_join(host, subs[i].name, nl);
 			if (!g || !h)
 				rc = mk_err(m, -ENOMEM, "out of memory");
 			else

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "format/format_int.h"
 #include "mkfs_int.h"
 
 #define COPY_BUF (1u << 20)
@@ -372,10 +373,8 @@ static int copy_hot_extent(struct layout *l, struct mk_hot *h)
 	struct cairn_mkfs *m = l->m;
 	const char *path = mk_str(m, mk_ino(m, h->idx)->str);
 	struct mk_ext *e = MK_AT(&m->exts, struct mk_ext, h->ext);
-	int src = mk_open_long(path, O_RDONLY | O_CLOEXEC | O_NOATIME), rc;
+	int src = mk_open_noatime(AT_FDCWD, path, O_RDONLY | O_CLOEXEC), rc;
 
-	if (src < 0 && errno == EPERM)
-		src = mk_open_long(path, O_RDONLY | O_CLOEXEC);
 	if (src < 0)
 		return mk_err(m, -errno, "%s: cannot read: %s", path, strerror(errno));
 	e->disk_off = l->cursor;
@@ -431,11 +430,9 @@ static int copy_file(struct layout *l, uint32_t idx)
 	struct cairn_mkfs *m = l->m;
 	struct mk_inode *in = mk_ino(m, idx);
 	const char *path = mk_str(m, in->str);
-	int src = mk_open_long(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	int src = mk_open_noatime(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	int rc = 0;
 
-	if (src < 0 && errno == EPERM)
-		src = mk_open_long(path, O_RDONLY | O_CLOEXEC);
 	if (src < 0)
 		return mk_err(m, -errno, "%s: cannot read: %s", path, strerror(errno));
 	posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -552,20 +549,6 @@ out:
 
 /* ---- metadata ---- */
 
-static uint8_t dtype(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return DT_REG;
-	case S_IFDIR: return DT_DIR;
-	case S_IFLNK: return DT_LNK;
-	case S_IFCHR: return DT_CHR;
-	case S_IFBLK: return DT_BLK;
-	case S_IFIFO: return DT_FIFO;
-	case S_IFSOCK: return DT_SOCK;
-	default: return DT_UNKNOWN;
-	}
-}
-
 static void fill_inode(struct layout *l, struct mk_inode *in, struct cairn_disk_inode *d)
 {
 	uint64_t size = S_ISDIR(in->mode) ? in->data_count * CAIRN_DIRENT_SIZE : in->size;
@@ -617,8 +600,8 @@ static void meta_flush(struct meta_out *w)
 {
 	if (w->rc || !w->fill)
 		return;
-	for (size_t b = 0; b < w->fill; b += CAIRN_BLOCK_SIZE)
-		w->csum[w->block++] = cairn_le64(XXH3_64bits(w->buf + b, CAIRN_BLOCK_SIZE));
+	cairn_format_csum_fill(w->csum + w->block, w->buf, w->fill / CAIRN_BLOCK_SIZE);
+	w->block += w->fill / CAIRN_BLOCK_SIZE;
 	w->rc = pwrite_full(w->l->fd, w->buf, w->fill, w->off);
 	w->off += w->fill;
 	w->fill = 0;
@@ -669,7 +652,7 @@ static void emit_meta(struct layout *l, struct meta_out *w)
 		de.name_ref = cairn_le64(*MK_AT(&l->dname, uint64_t, i));
 		de.ino = cairn_le32(t->ino);
 		de.name_len = (uint8_t)e->name_len;
-		de.type = dtype(t->mode);
+		de.type = cairn_format_dtype(t->mode);
 		meta_emit(w, &de, sizeof(de));
 	}
 	meta_pad(w, l->xattr_off);
@@ -779,11 +762,10 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	memcpy(s->uuid, c.digest, 16);
 	s->uuid[6] = (uint8_t)((s->uuid[6] & 0x0f) | 0x80); /* RFC 9562 version 8 */
 	s->uuid[8] = (uint8_t)((s->uuid[8] & 0x3f) | 0x80); /* variant 10 */
-	s->csum_table_hash = cairn_le64(XXH3_64bits(csum, nblocks * 8));
+	s->csum_table_hash = cairn_le64(cairn_format_table_csum(csum, nblocks));
 	s->file_count = cairn_le64(m->stats.files);
 	s->data_bytes = cairn_le64(m->stats.data_bytes);
-	s->super_hash = 0;
-	s->super_hash = cairn_le64(XXH3_64bits(s, CAIRN_SUPER_SIZE));
+	s->super_hash = cairn_le64(cairn_format_super_csum(s));
 
 	if ((rc = pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
 	    (rc = pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
