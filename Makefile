@@ -118,11 +118,14 @@ cli-test: all
 mount-test: all
 	@scripts/run-shell-tests.sh $(BUILD) tests/mount
 
-# The whole unit suite under ASan+UBSan (leak checks on), then under TSan.
+# The whole unit suite under ASan+UBSan (leak checks on), then under TSan, and
+# the mount daemon under TSan (tests/tsan).
 san-test:
 	$(MAKE) BUILD=build-asan SAN=asan CC=clang unit-test cli-test
 tsan-test:
 	$(MAKE) BUILD=build-tsan SAN=tsan CC=clang unit-test
+	$(MAKE) BUILD=build-tsan SAN=tsan CC=clang all
+	@scripts/run-shell-tests.sh build-tsan tests/tsan
 
 clang-check:
 	$(MAKE) BUILD=build-clang CC=clang all $(TEST_BINS)

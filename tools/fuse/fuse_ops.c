@@ -324,11 +324,12 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * without a handle, as on a read-only image) gets ENOSYS, and the kernel
 	 * sends none after it. */
 	fi->noflush = 1;
-	/* Image files never change: keep their pages across opens. */
-	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE)) {
-		fi->keep_cache = 1;
+	/* Keep the file's pages across opens. Image files never change, and RAM
+	 * files change only through this mount, where the kernel updates or drops
+	 * the pages itself (write-through, truncate, punch hole). */
+	fi->keep_cache = 1;
+	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE))
 		cairn_push_file(ctx_of(req)->push, ino, e.st.ino);
-	}
 	return 0;
 }
 
@@ -702,6 +703,11 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
+	/* Data changes only through this mount, and the kernel keeps its pages
+	 * right itself. With AUTO_INVAL_DATA it would drop a file's pages whenever
+	 * a GETATTR shows an mtime it has not seen, which every write-through
+	 * write makes: a file just written would be read back through FUSE. */
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	if (cairn_fuse_image_only(cf->o)) {
 		cf->no_open = !!(conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
 		cf->no_opendir = !!(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);

@@ -1,0 +1,55 @@
+#!/bin/sh
+# The mount daemon built with ThreadSanitizer (`make tsan-test` runs this with
+# CAIRN pointing at build-tsan/cairn). FUSE worker threads, the cache's
+# read-ahead workers and the prefetch push thread all meet in the daemon:
+# - an ordered image mounted with -o prefetch, read by parallel readers while
+#   the hot pages are being pushed;
+# - an overlay mount written, read and removed by parallel writers, then the
+#   POSIX checks on it.
+# Any ThreadSanitizer report fails the test.
+. "$(dirname "$0")/../mount/common.inc"
+TSAN_LOG=$WORK/tsan
+export TSAN_OPTIONS="log_path=$TSAN_LOG"
+tsan_clean() {
+  if ls "$TSAN_LOG".* >/dev/null 2>&1; then
+    head -n 60 "$TSAN_LOG".*; fail "ThreadSanitizer: $1"
+  fi
+}
+
+SRC=$WORK/src
+mkdir -p "$SRC/d" "$SRC/e"
+i=1
+while [ $i -le 40 ]; do
+  head -c $((i * 37000)) /dev/urandom > "$SRC/d/f$i"
+  head -c $((i * 1000)) /dev/urandom > "$SRC/e/s$i"
+  i=$((i + 1))
+done
+"$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
+M=$WORK/m
+mnt "$M" "$WORK/img.cairn" -o trace="$WORK/order" || fail "mount with trace="
+cat "$M"/d/* "$M"/e/* > /dev/null
+umnt "$M"
+wait_file "$WORK/order" || fail "no trace"
+"$CAIRN" mkfs -q --order "$WORK/order" "$SRC" "$WORK/hot.cairn" || fail "mkfs --order"
+
+mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms || fail "mount -o prefetch"
+for r in 1 2 3 4; do
+  (for f in "$M"/d/* "$M"/e/*; do cat "$f" > /dev/null; done) &
+done
+wait
+diff -r "$SRC" "$M" || fail "prefetched image differs"
+umnt "$M"
+tsan_clean "prefetch and push"
+echo "prefetch mount: no reports"
+
+mnt "$M" "$WORK/img.cairn" -o overlay || fail "mount -o overlay"
+for w in 1 2 3 4; do
+  (dd if=/dev/urandom of="$M/d/w$w" bs=64k count=40 2>/dev/null &&
+   cat "$M/d/w$w" "$M/d/f$w" > /dev/null && rm "$M/d/w$w" && printf x >> "$M/e/s$w") &
+done
+wait
+mkdir "$M/posix" || fail "mkdir"
+"$PROGS/posix_check" "$M/posix" > "$WORK/posix.out" 2>&1 || { cat "$WORK/posix.out"; fail "POSIX checks"; }
+umnt "$M"
+tsan_clean "overlay writers"
+echo "overlay mount: no reports"
