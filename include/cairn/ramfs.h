@@ -47,10 +47,11 @@ struct cairn_ramfs_config {
 	size_t chunk_size;      /* power of two, 4096 .. 1 MiB; 0 = CAIRN_RAMFS_DEFAULT_CHUNK */
 	uint32_t root_mode;     /* permission bits of /, 0 = 01777 */
 	uint32_t root_uid, root_gid;
-	/* Freed chunks kept for reuse instead of going back to malloc, so files that
-	 * come and go (or are truncated and regrown) do not pay for fresh pages
-	 * again: bytes, 0 = default (16 MiB), CAIRN_RAMFS_NO_POOL = none. Pooled
-	 * chunks do not count against size_limit. */
+	/* Freed chunks kept resident for reuse, so files that come and go (or are
+	 * truncated and regrown) do not pay for fresh pages again: bytes, 0 =
+	 * default (16 MiB), CAIRN_RAMFS_NO_POOL = none. Freed chunks beyond it give
+	 * their pages back (MADV_FREE). Pooled chunks do not count against
+	 * size_limit. Chunk memory comes from 2 MiB huge-page slabs. */
 	uint64_t pool_bytes;
 };
 #define CAIRN_RAMFS_DEFAULT_POOL (16u << 20)

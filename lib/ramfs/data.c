@@ -74,55 +74,10 @@ static void **rt_slot(struct cairn_ramfs *fs, struct ramfs_tree *t, uint64_t idx
 	return slot;
 }
 
-/* A chunk's memory: from the pool when it has one (already resident), else
- * malloc. Only writers that add or free chunks take the pool lock, for a few
- * instructions: waiting for it is far cheaper than faulting in a fresh page
- * (tens of microseconds on a VM, see docs/bench/ramfs.md). */
-static void *chunk_get(struct cairn_ramfs *fs)
-{
-	void *ch = NULL;
-
-	if (fs->pool_max) {
-		pthread_mutex_lock(&fs->pool_lock);
-		ch = fs->pool;
-		if (ch) {
-			memcpy(&fs->pool, ch, sizeof(void *));
-			fs->pool_count--;
-		}
-		pthread_mutex_unlock(&fs->pool_lock);
-	}
-	return ch ? ch : malloc(fs->chunk_size);
-}
-
-static void chunk_put(struct cairn_ramfs *fs, void *ch)
-{
-	if (fs->pool_max) {
-		pthread_mutex_lock(&fs->pool_lock);
-		if (fs->pool_count < fs->pool_max) {
-			memcpy(ch, &fs->pool, sizeof(void *));
-			fs->pool = ch;
-			fs->pool_count++;
-			ch = NULL;
-		}
-		pthread_mutex_unlock(&fs->pool_lock);
-	}
-	free(ch);
-}
-
-void ramfs_pool_drain(struct cairn_ramfs *fs)
-{
-	while (fs->pool) {
-		void *ch = fs->pool;
-
-		memcpy(&fs->pool, ch, sizeof(void *));
-		free(ch);
-	}
-	fs->pool_count = 0;
-}
-
 static void chunk_free(struct cairn_ramfs *fs, struct ramfs_inode *n, void *chunk)
 {
-	chunk_put(fs, chunk);
+	if (!fs->closing)
+		ramfs_chunk_put(fs, chunk);
 	n->nchunks--;
 	atomic_fetch_sub_explicit(&fs->chunks, 1, memory_order_relaxed);
 	ramfs_unreserve(fs, fs->chunk_size);
@@ -367,7 +322,7 @@ static char *chunk_alloc(struct cairn_ramfs *fs, struct ramfs_inode *n, void **s
 		*err = -ENOSPC;
 		return NULL;
 	}
-	ch = chunk_get(fs);
+	ch = ramfs_chunk_get(fs);
 	if (!ch) {
 		if (!reserved)
 			ramfs_unreserve(fs, fs->chunk_size);

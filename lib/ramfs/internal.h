@@ -108,10 +108,19 @@ struct cairn_ramfs {
 
 	size_t chunk_size;
 	unsigned chunk_shift;
-	/* Pool of freed chunks (a LIFO list linked through their first bytes). */
+	/* Chunk memory (slab.c), all under pool_lock: the pool of freed resident
+	 * chunks (a LIFO list linked through their first bytes), spare chunks whose
+	 * pages went back to the kernel, and the slab new chunks are carved from. */
 	pthread_mutex_t pool_lock;
 	void *pool;
 	uint64_t pool_count, pool_max;  /* in chunks */
+	void **spare;
+	size_t nspare, spare_cap;
+	char *carve;
+	size_t carve_left;
+	void **slabs;                   /* every slab, unmapped at free */
+	size_t nslabs, slabs_cap;
+	int closing;                    /* cairn_ramfs_free(): chunks need no putting back */
 	void *zero_chunk;               /* shared zeros for read_iov holes */
 	uint64_t size_limit, inode_limit;
 
@@ -144,7 +153,10 @@ bool ramfs_cred_root(const struct cairn_cred *cred);
 void ramfs_kill_suid(struct ramfs_inode *n);
 
 /* data.c (callers hold n->lock for writing unless noted) */
-void ramfs_pool_drain(struct cairn_ramfs *fs);
+/* slab.c: chunk memory. get returns NULL when out of memory. */
+void *ramfs_chunk_get(struct cairn_ramfs *fs);
+void ramfs_chunk_put(struct cairn_ramfs *fs, void *chunk);
+void ramfs_slabs_free(struct cairn_ramfs *fs);
 void ramfs_data_free_all(struct cairn_ramfs *fs, struct ramfs_inode *n);
 int ramfs_data_truncate(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t size);
 

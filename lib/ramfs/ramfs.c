@@ -354,7 +354,9 @@ void cairn_ramfs_free(struct cairn_ramfs *fs)
 	if (!fs)
 		return;
 	/* Directories drop their entries first (dirents are owned by their
-	 * directory); then every inode goes, whatever its counts. */
+	 * directory); then every inode goes, whatever its counts. Chunks go with
+	 * their slabs at the end. */
+	fs->closing = 1;
 	for_each_inode(fs, free_dir_entries);
 	for_each_inode(fs, inode_destroy);
 	d = atomic_load_explicit(&fs->tdir, memory_order_relaxed);
@@ -366,7 +368,7 @@ void cairn_ramfs_free(struct cairn_ramfs *fs)
 		free(d);
 		d = prev;
 	}
-	ramfs_pool_drain(fs);
+	ramfs_slabs_free(fs);
 	pthread_mutex_destroy(&fs->pool_lock);
 	free(fs->zero_chunk);
 	pthread_rwlock_destroy(&fs->ns_lock);
