@@ -89,6 +89,9 @@ ssize_t cairn_image_getxattr(struct cairn_image *img, cairn_ino_t ino, const cha
 			     void *buf, size_t size);
 /* NUL-separated names, as listxattr(2). */
 ssize_t cairn_image_listxattr(struct cairn_image *img, cairn_ino_t ino, char *buf, size_t size);
+/* All the names at once: *names (malloc'd, the caller frees it; NULL when there
+ * are none) and their length, or a negative errno. */
+ssize_t cairn_image_listxattr_alloc(struct cairn_image *img, cairn_ino_t ino, char **names);
 /* The device byte range holding a file's data (for cache hints, prefetch, tracing):
  * lo == hi when it has none on the data region (empty, inline). */
 int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *lo, uint64_t *hi);

@@ -144,18 +144,12 @@ static int copy_data(struct ex *x, cairn_ino_t ino, int fd, uint64_t size)
  * /proc/self/fd/DIRFD/NAME with lsetxattr, which does not follow the last name. */
 static int set_xattrs(struct ex *x, cairn_ino_t ino, int fd, int dirfd, const char *name)
 {
-	ssize_t len = cairn_image_listxattr(x->img, ino, NULL, 0);
 	char *names;
+	ssize_t len = cairn_image_listxattr_alloc(x->img, ino, &names);
 	int rc = 0;
 
 	if (len <= 0)
 		return (int)len;
-	names = malloc((size_t)len);
-	if (!names)
-		return -ENOMEM;
-	len = cairn_image_listxattr(x->img, ino, names, (size_t)len);
-	if (len < 0)
-		rc = (int)len;
 	for (char *n = names; !rc && n < names + len; n += strlen(n) + 1) {
 		ssize_t v = cairn_image_getxattr(x->img, ino, n, x->xval, CAIRN_XATTR_VALUE_MAX);
 		char path[64 + CAIRN_NAME_MAX];

@@ -1135,3 +1135,21 @@ ssize_t cairn_image_listxattr(struct cairn_image *img, cairn_ino_t ino, char *bu
 	}
 	return (ssize_t)total;
 }
+
+ssize_t cairn_image_listxattr_alloc(struct cairn_image *img, cairn_ino_t ino, char **names)
+{
+	ssize_t len = cairn_image_listxattr(img, ino, NULL, 0);
+
+	*names = NULL;
+	if (len <= 0)
+		return len;
+	*names = malloc((size_t)len);
+	if (!*names)
+		return -ENOMEM;
+	len = cairn_image_listxattr(img, ino, *names, (size_t)len); /* the image never changes */
+	if (len < 0) {
+		free(*names);
+		*names = NULL;
+	}
+	return len;
+}

@@ -69,16 +69,12 @@ out:
 
 static int copy_xattrs(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper)
 {
-	ssize_t len = cairn_image_listxattr(ns->img, lower, NULL, 0);
 	char *names, *val = NULL;
+	ssize_t len = cairn_image_listxattr_alloc(ns->img, lower, &names);
 	int rc = 0;
 
 	if (len <= 0)
 		return len == -ENOTSUP || len == -ENODATA ? 0 : (int)len;
-	names = malloc((size_t)len);
-	if (!names)
-		return -ENOMEM;
-	len = cairn_image_listxattr(ns->img, lower, names, (size_t)len);
 	for (ssize_t i = 0; len > 0 && i < len; i += (ssize_t)strlen(names + i) + 1) {
 		ssize_t vl;
 		char *nv;

@@ -80,16 +80,12 @@ static int copy_attrs(struct copy *c, cairn_ino_t dst, const struct cairn_stat *
 /* xattrs the RAM fs cannot hold (system.*, user.* on a symlink) are skipped. */
 static int copy_xattrs(struct copy *c, cairn_ino_t dst, cairn_ino_t src)
 {
-	ssize_t len = cairn_image_listxattr(c->img, src, NULL, 0);
 	char *names;
+	ssize_t len = cairn_image_listxattr_alloc(c->img, src, &names);
 	int err = 0;
 
 	if (len <= 0)
 		return (int)len;
-	names = malloc((size_t)len);
-	if (!names)
-		return -ENOMEM;
-	len = cairn_image_listxattr(c->img, src, names, (size_t)len);
 	for (ssize_t off = 0; !err && len > 0 && off < len; off += (ssize_t)strlen(names + off) + 1) {
 		const char *name = names + off;
 		ssize_t vlen = cairn_image_getxattr(c->img, src, name, c->buf, COPY_BUF);

@@ -52,23 +52,13 @@ static void print_value(const unsigned char *v, size_t n)
 static int print_xattrs(struct cairn_image *img, const char *image, const char *path,
 			cairn_ino_t ino)
 {
-	ssize_t len = cairn_image_listxattr(img, ino, NULL, 0);
-	char *names = NULL;
+	char *names;
+	ssize_t len = cairn_image_listxattr_alloc(img, ino, &names);
 	unsigned char *val = malloc(CAIRN_XATTR_VALUE_MAX);
 	int rc = 0;
 
 	if (len < 0 || !val) {
 		rc = len < 0 ? (int)len : -ENOMEM;
-		goto out;
-	}
-	names = malloc((size_t)len + 1);
-	if (!names) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	len = cairn_image_listxattr(img, ino, names, (size_t)len);
-	if (len < 0) {
-		rc = (int)len;
 		goto out;
 	}
 	for (char *n = names; n < names + len; n += strlen(n) + 1) {
