@@ -8,6 +8,11 @@
 
 M=$WORK/wb
 mnt "$M" --empty -o writeback || fail "mount -o writeback"
+# The bdi shares the system's dirty limits (not FUSE's strict 1 %).
+bdi=/sys/class/bdi/$(mountpoint -d "$M")/strict_limit
+if [ -e "$bdi" ]; then
+  [ "$(cat "$bdi")" = 0 ] || fail "strict_limit is $(cat "$bdi")"
+fi
 # All POSIX checks pass but one, by design: st_blocks counts what reached the
 # daemon, so it lags behind dirty pages until write-back (documented in MOUNT.md).
 "$PROGS/posix_check" "$M" > "$WORK/posix.out" 2>&1
