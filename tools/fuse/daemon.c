@@ -206,6 +206,16 @@ static void *bdi_main(void *arg)
 
 /* ---- setup ---- */
 
+static int has_hot_prefix(struct cairn_image *img)
+{
+	struct cairn_image_info info;
+
+	if (!img)
+		return 0;
+	cairn_image_get_info(img, &info);
+	return info.hot_len != 0;
+}
+
 struct problems {
 	const char *image;
 	unsigned shown;
@@ -443,7 +453,8 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	if (pthread_create(&ra, NULL, bdi_main, &cf) == 0)
 		have_ra = 1;
 	/* Not while tracing: the trace must see the program's own reads. */
-	if (o->prefetch && !o->trace_file && cf.img && cairn_push_start(&cf, &cf.push))
+	if (o->prefetch && !o->trace_file && has_hot_prefix(cf.img) &&
+	    cairn_push_start(&cf, &cf.push))
 		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
 
 	rc = serve(&cf, o);

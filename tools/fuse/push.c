@@ -163,24 +163,22 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_
 void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino)
 {
 	struct file_ranges f = { node, NULL, 0, 0 };
-	int fresh;
 
 	if (!p || !image_ino)
 		return;
-	pthread_mutex_lock(&p->lock);
-	fresh = !p->stop && seen_add(p, image_ino) == 1;
-	pthread_mutex_unlock(&p->lock);
-	if (!fresh)
-		return;
-	/* Pushing is advice: whatever is not pushed, the program reads. */
+	/* Pushing is advice: whatever is not pushed, the program reads. Only files
+	 * with something hot are remembered, so walking a big tree costs nothing. */
 	(void)cairn_ns_hot_ranges(p->cf->ns, node, collect_range, &f);
-	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0; i < f.n && heap_push(p, &f.v[i]) == 0; i++)
-		cairn_ns_hold(p->cf->ns, node); /* dropped once the range is pushed */
-	p->files += f.n != 0;
-	if (f.n)
-		pthread_cond_signal(&p->cond);
-	pthread_mutex_unlock(&p->lock);
+	if (f.n) {
+		pthread_mutex_lock(&p->lock);
+		if (!p->stop && seen_add(p, image_ino) == 1) {
+			for (size_t i = 0; i < f.n && heap_push(p, &f.v[i]) == 0; i++)
+				cairn_ns_hold(p->cf->ns, node); /* dropped once it is pushed */
+			p->files++;
+			pthread_cond_signal(&p->cond);
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
 	free(f.v);
 }
 
