@@ -61,7 +61,7 @@ static int print_xattrs(struct cairn_image *img, const char *image, const char *
 		rc = len < 0 ? (int)len : -ENOMEM;
 		goto out;
 	}
-	for (char *n = names; n < names + len; n += strlen(n) + 1) {
+	for (char *n = names; len > 0 && n < names + len; n += strlen(n) + 1) {
 		ssize_t v = cairn_image_getxattr(img, ino, n, val, CAIRN_XATTR_VALUE_MAX);
 
 		if (v < 0) {
