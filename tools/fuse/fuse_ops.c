@@ -611,10 +611,18 @@ static void cairn_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_
 	do_readdir(req, ino, size, off, 0);
 }
 
+/* READDIRPLUS hands the kernel a looked-up inode per entry. The kernel asks for
+ * it at the start of a directory and then only when the program went on to stat
+ * entries (READDIRPLUS_AUTO); but since it offers up to max_pages (1 MiB) per
+ * request, one reply would cover a whole directory and `find` over a million
+ * files would look every one of them up. Replying one page at a time keeps the
+ * heuristic working: a walk that only needs names gets plain READDIRs after the
+ * first page. */
+#define PLUS_REPLY_MAX 4096
 static void cairn_fuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				   struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, 1);
+	do_readdir(req, ino, size < PLUS_REPLY_MAX ? size : PLUS_REPLY_MAX, off, 1);
 }
 
 static void cairn_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
