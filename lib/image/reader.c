@@ -960,27 +960,50 @@ int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *
 	return 0;
 }
 
-void cairn_image_prefetch_hot(struct cairn_image *img)
+static int has_hot_prefix(const struct cairn_image *img)
 {
-	if ((img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len)
-		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
+	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;
 }
 
-/* The piece [lo, hi) of a device range that lies in the hot prefix, if any. */
-static int hot_clip(const struct cairn_image *img, uint64_t disk_off, uint64_t len,
-		    uint64_t *lo, uint64_t *hi)
+void cairn_image_prefetch_hot(struct cairn_image *img)
 {
-	uint64_t hot_end = img->hot_off + img->hot_len;
-
-	*lo = disk_off > img->hot_off ? disk_off : img->hot_off;
-	*hi = disk_off + len < hot_end ? disk_off + len : hot_end;
-	return *lo < *hi;
+	if (has_hot_prefix(img))
+		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
 }
 
 /* A file's hot pieces, sorted into device order before they are handed on. */
 struct hot_piece {
 	uint64_t disk_off, file_off, len;
 };
+
+struct hot_list {
+	struct hot_piece *v;
+	size_t n, cap;
+};
+
+/* Adds the part of a mapping (file_off -> disk_off, len bytes) that lies in the
+ * hot prefix, if any. */
+static int hot_add(const struct cairn_image *img, struct hot_list *l, uint64_t file_off,
+		   uint64_t disk_off, uint64_t len)
+{
+	uint64_t hot_end = img->hot_off + img->hot_len;
+	uint64_t lo = disk_off > img->hot_off ? disk_off : img->hot_off;
+	uint64_t hi = disk_off + len < hot_end ? disk_off + len : hot_end;
+
+	if (lo >= hi)
+		return 0;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? 2 * l->cap : 8;
+		struct hot_piece *v = realloc(l->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = (struct hot_piece){ lo, file_off + (lo - disk_off), hi - lo };
+	return 0;
+}
 
 static int by_disk_off(const void *a, const void *b)
 {
@@ -1008,66 +1031,30 @@ static int hot_emit(struct hot_piece *p, size_t n, cairn_range_cb fn, void *ctx)
 	return 0;
 }
 
-/* The hot pieces of an extent-mapped file; *out is malloc'd (NULL when none). */
-static int hot_pieces(struct cairn_image *img, const struct cairn_rinode *r,
-		      struct hot_piece **out, size_t *n)
-{
-	struct hot_piece *p = NULL;
-	struct cairn_disk_extent x;
-	size_t cap = 0;
-	uint64_t lo, hi;
-
-	*n = 0;
-	for (uint64_t i = 0; i < r->data_count; i++) {
-		int rc = cairn_image_extent_load(img, r->data_ref + i, r, &x);
-
-		if (rc) {
-			free(p);
-			return rc;
-		}
-		if (!hot_clip(img, x.disk_off, x.len, &lo, &hi))
-			continue;
-		if (*n == cap) {
-			size_t ncap = cap ? 2 * cap : 8;
-			struct hot_piece *q = realloc(p, ncap * sizeof(*q));
-
-			if (!q) {
-				free(p);
-				return -ENOMEM;
-			}
-			p = q;
-			cap = ncap;
-		}
-		p[(*n)++] = (struct hot_piece){ lo, x.file_off + (lo - x.disk_off), hi - lo };
-	}
-	*out = p;
-	return 0;
-}
-
 int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
 			   void *ctx)
 {
-	struct hot_piece one, *p = &one;
+	struct hot_list l = { NULL, 0, 0 };
+	struct cairn_disk_extent x;
 	struct cairn_rinode r;
-	size_t n = 0;
 	int rc;
 
-	if (!(img->compat & CAIRN_COMPAT_HOT_PREFIX) || !img->hot_len)
+	if (!has_hot_prefix(img))
 		return 0;
 	rc = load_regular(img, ino, &r);
 	if (rc || r.flags & CAIRN_IF_INLINE || r.size == 0)
 		return rc;
-	if (r.flags & CAIRN_IF_EXTENTS)
-		rc = hot_pieces(img, &r, &p, &n);
-	else if (hot_clip(img, r.data_ref, r.size, &one.disk_off, &one.len)) {
-		one.len -= one.disk_off; /* hot_clip gave [lo, hi) */
-		one.file_off = one.disk_off - r.data_ref;
-		n = 1;
-	}
-	if (!rc && n)
-		rc = hot_emit(p, n, fn, ctx);
-	if (p != &one)
-		free(p);
+	if (!(r.flags & CAIRN_IF_EXTENTS))
+		rc = hot_add(img, &l, 0, r.data_ref, r.size); /* one contiguous mapping */
+	else
+		for (uint64_t i = 0; !rc && i < r.data_count; i++) {
+			rc = cairn_image_extent_load(img, r.data_ref + i, &r, &x);
+			if (!rc)
+				rc = hot_add(img, &l, x.file_off, x.disk_off, x.len);
+		}
+	if (!rc && l.n)
+		rc = hot_emit(l.v, l.n, fn, ctx);
+	free(l.v);
 	return rc;
 }
 

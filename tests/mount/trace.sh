@@ -1,7 +1,7 @@
 #!/bin/sh
 # -o trace=FILE records the first reads as "PATH OFFSET LENGTH" in order;
 # `cairn mkfs --order` takes the file, and the rebuilt image mounts with
-# -o prefetch, pushes an opened file's hot pages into the page cache (so reading
+# -o prefetch, pushes a looked-up file's hot pages into the page cache (so reading
 # them costs no FUSE read at all) and serves the same bytes.
 . "$(dirname "$0")/common.inc"
 SRC=$WORK/src
@@ -33,7 +33,7 @@ stat_of() { # stat_of NAME: the daemon's counter, fresh
   rm -f "$WORK/stats"; kill -USR1 "$pid"; wait_file "$WORK/stats" || fail "no stats"
   awk -v k="$1" '$1 == k { print $2 }' "$WORK/stats"
 }
-exec 3< "$M/bin/tool"                         # open alone queues the push
+exec 3< "$M/bin/tool"                         # its lookup alone queues the push
 i=0; while [ "$(stat_of push_bytes)" != 300000 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(stat_of push_bytes)" = 300000 ] || fail "bin/tool not pushed: $(cat "$WORK/stats")"
 cmp "$SRC/bin/tool" "$M/bin/tool" || fail "pushed pages differ"

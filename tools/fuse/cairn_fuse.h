@@ -30,7 +30,7 @@ struct cairn_fuse {
 	struct fuse_session *se;
 	const struct cairn_mount_opts *o;
 	struct cairn_trace *trace;      /* NULL unless trace= */
-	struct cairn_push *push;        /* NULL unless prefetch= on an ordered image */
+	struct cairn_push *push;        /* NULL unless -o prefetch on an ordered image */
 	char *mnt_abs;                  /* absolute mountpoint */
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
@@ -54,10 +54,11 @@ int cairn_trace_open(const char *path, struct cairn_trace **out);
 void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uint64_t len);
 void cairn_trace_close(struct cairn_trace *t);
 
-/* push.c: stores the hot-prefix pages of opened image files into the kernel's
+/* push.c: stores the hot-prefix pages of image files into the kernel's
  * page cache from a thread of its own (see the file's comment). */
 int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out);
-/* Queues node (an open image file, image inode image_ino) once per inode. */
+/* Queues the hot ranges of node (an image file, image inode image_ino) once per
+ * inode; called before the reply that tells the kernel of the node. */
 void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino);
 void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes);
 void cairn_push_stop(struct cairn_push *p);

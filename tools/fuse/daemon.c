@@ -399,9 +399,9 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 {
 	struct cairn_fuse cf;
 	struct sig_thread sig = { &cf, 0, 0 };
-	pthread_t ra;
+	pthread_t bdi;
 	sigset_t set;
-	int notify_fd = -1, rc, ret = 1, mounted = 0, have_sig = 0, have_ra = 0;
+	int notify_fd = -1, rc, ret = 1, mounted = 0, have_sig = 0, have_bdi = 0;
 	char abs[PATH_MAX];
 
 	memset(&cf, 0, sizeof(cf));
@@ -450,8 +450,8 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	notify_fd = -1;
 	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)
 		have_sig = 1;
-	if (pthread_create(&ra, NULL, bdi_main, &cf) == 0)
-		have_ra = 1;
+	if (pthread_create(&bdi, NULL, bdi_main, &cf) == 0)
+		have_bdi = 1;
 	/* Not while tracing: the trace must see the program's own reads. */
 	if (o->prefetch && !o->trace_file && has_hot_prefix(cf.img) &&
 	    cairn_push_start(&cf, &cf.push))
@@ -469,12 +469,12 @@ out:
 		fuse_session_exit(cf.se);
 	}
 	cairn_push_stop(cf.push);
-	if (have_ra) {
+	if (have_bdi) {
 		pthread_mutex_lock(&cf.init_lock);
 		cf.init_done = 1;
 		pthread_cond_broadcast(&cf.init_cond);
 		pthread_mutex_unlock(&cf.init_lock);
-		pthread_join(ra, NULL);
+		pthread_join(bdi, NULL);
 	}
 	if (have_sig) {
 		__atomic_store_n(&sig.quit, 1, __ATOMIC_RELEASE);

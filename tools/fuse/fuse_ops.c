@@ -104,8 +104,9 @@ static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
 }
 
 /* -o prefetch: queue the hot pages of an image file the kernel is about to learn
- * of (push.c). Called while the entry's node is still ours to use: before the
- * reply that hands its reference to the kernel. */
+ * of (push.c). The kernel knows a node only through a lookup or a readdirplus
+ * entry, so these two are the only places to ask. Called while the entry's node
+ * is still ours to use: before the reply that hands its reference over. */
 static void push_entry(fuse_req_t req, const struct cairn_ns_entry *e)
 {
 	struct cairn_fuse *cf = ctx_of(req);
@@ -302,7 +303,6 @@ static void cairn_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *nam
 static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cairn_fuse_file *f = calloc(1, sizeof(*f));
-	struct cairn_ns_entry e;
 	int rc;
 
 	if (!f)
@@ -328,8 +328,6 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * files change only through this mount, where the kernel updates or drops
 	 * the pages itself (write-through, truncate, punch hole). */
 	fi->keep_cache = 1;
-	if (cairn_ns_getattr(ctx_of(req)->ns, ino, &e) == 0 && (e.flags & CAIRN_NS_E_IMMUTABLE))
-		cairn_push_file(ctx_of(req)->push, ino, e.st.ino);
 	return 0;
 }
 

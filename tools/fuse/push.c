@@ -3,11 +3,12 @@
  * -o prefetch, second half: page-cache push. The prefetch reads the image's hot
  * prefix into the daemon's cache at mount; without more, each page the program
  * then faults in still costs it a FUSE round trip (hundreds for Java Hello). So
- * when the kernel opens an image file with data in the hot prefix, its hot ranges
- * join a queue that one thread works through lowest device offset first, storing
- * each range straight into the kernel's page cache (FUSE notify_store). The prefix
- * is laid out in the order the traced program first read it, so across all open
- * files this runs ahead of the program in the order it will fault. A page the
+ * when the kernel learns of an image file with data in the hot prefix (lookup,
+ * readdirplus), its hot ranges join a queue that one thread works through lowest
+ * device offset first, storing each range straight into the kernel's page cache
+ * (FUSE notify_store). The prefix is laid out in the order the traced program
+ * first read it, so across all files this runs ahead of the program in the order
+ * it will fault. A page the
  * program asks for first is simply read as usual; storing it again later writes
  * the same bytes.
  *
@@ -34,7 +35,7 @@ struct push_range {
 
 struct cairn_push {
 	struct cairn_fuse *cf;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;     /* guards the fields below, but tid and buf */
 	pthread_cond_t cond;
 	struct push_range *heap;  /* min-heap on dev_off */
 	size_t n, cap;
@@ -189,10 +190,11 @@ void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino)
 #define PUSH_TRIES 20
 static const struct timespec push_retry_wait = { 0, 100000 }; /* 0.1 ms */
 
-/* Stores r's pages, at most PUSH_CHUNK of them; what is left goes back in the
- * queue so a range opened meanwhile that the program needs sooner goes first.
- * Returns the bytes stored, 0 when the range is finished or given up (the
- * kernel forgot the inode, or reading failed: the program will get the error). */
+/* Stores r's next pages, at most PUSH_CHUNK of them, and advances r past them
+ * (r->len 0 once it is done). What is left goes back in the queue, so a range
+ * queued meanwhile that the program needs sooner goes first. Returns the bytes
+ * stored; 0 gives the range up (the kernel forgot the inode, or reading failed:
+ * the program will get the error itself). */
 static size_t push_piece(struct cairn_push *p, struct push_range *r)
 {
 	uint64_t off = r->file_off & ~(uint64_t)(PAGE - 1);
@@ -216,8 +218,10 @@ static size_t push_piece(struct cairn_push *p, struct push_range *r)
 			return 0;
 		nanosleep(&push_retry_wait, NULL);
 	}
-	if (off + (uint64_t)got >= end)
+	if (off + (uint64_t)got >= end) {
+		r->len = 0;
 		return (size_t)got;
+	}
 	r->dev_off += off + (uint64_t)got - r->file_off;
 	r->len = end - (off + (uint64_t)got);
 	r->file_off = off + (uint64_t)got;
@@ -231,7 +235,6 @@ static void *push_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct push_range r;
-		uint64_t old_off;
 		size_t done;
 
 		while (!p->n && !p->stop)
@@ -240,11 +243,10 @@ static void *push_main(void *arg)
 			break;
 		r = heap_pop(p);
 		pthread_mutex_unlock(&p->lock);
-		old_off = r.file_off;
 		done = push_piece(p, &r);
 		pthread_mutex_lock(&p->lock);
 		p->bytes += done;
-		if (done && r.file_off != old_off && heap_push(p, &r) == 0)
+		if (done && r.len && heap_push(p, &r) == 0)
 			continue; /* still holds its reference */
 		pthread_mutex_unlock(&p->lock);
 		cairn_ns_forget(p->cf->ns, r.node, 1);
@@ -294,7 +296,7 @@ void cairn_push_stop(struct cairn_push *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+	p->stop = 1;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->tid, NULL);
