@@ -64,7 +64,7 @@ MOUNT_HELPER := $(BUILD)/mount.cairn
 PREFIX_STAMP := $(BUILD)/prefix.stamp
 
 .PHONY: all deps test unit-test cli-test mount-test build-test san-test tsan-test demo bench \
-        bench-quick fuzz install clean clang-check check FORCE
+        bench-quick fuzz install clean clang-check check test-bins FORCE
 all: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS) $(PROGS) $(EXAMPLES)
 
 deps:
@@ -106,7 +106,9 @@ $(BUILD)/bench/%: $(BUILD)/bench-obj/%/main.o $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(FUSE_LIBS) $(LDLIBS)
 
-.PRECIOUS: $(BUILD)/bench-obj/%/main.o $(BUILD)/examples/%.o
+.PRECIOUS: $(BUILD)/bench-obj/%/main.o
+# Kept, so their dependency files stay true and they are not rebuilt every time.
+.SECONDARY: $(EXAMPLES:%=%.o)
 $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
@@ -131,6 +133,7 @@ $(call unit_bin,$(1)): $(BUILD)/$(1:.c=.o) $(LIBA)
 endef
 $(foreach t,$(TEST_SRCS),$(eval $(call TEST_RULE,$(t))))
 
+test-bins: $(TEST_BINS)
 unit-test: $(TEST_BINS)
 	@scripts/run-unit-tests.sh $(TEST_BINS)
 
@@ -166,7 +169,7 @@ tsan-test:
 	@scripts/run-shell-tests.sh build-tsan tests/tsan
 
 clang-check:
-	$(MAKE) BUILD=build-clang CC=clang all $(TEST_BINS)
+	$(MAKE) BUILD=build-clang CC=clang all test-bins
 
 # demo and test install the packages first, then build in a new make, which asks
 # pkg-config only now that the packages are there (`+`: also under make -n).
