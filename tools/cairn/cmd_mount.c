@@ -23,7 +23,8 @@ static const char usage[] =
 	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
 	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
 	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
-	"  cache_size=SIZE segment cache budget; segment=SIZE; max_io=SIZE\n"
+	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
+	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
 	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
@@ -69,7 +70,7 @@ static int generic_opt(const char *key)
 					       "nosuid", "dev", "nodev", "exec", "noexec", "atime",
 					       "noatime", "relatime", "async", "sync", NULL };
 
-	if (!strncmp(key, "x-", 2) || !strncmp(key, "comment=", 8))
+	if (!strncmp(key, "x-", 2) || !strcmp(key, "comment"))
 		return 1;
 	for (int i = 0; ignored[i]; i++)
 		if (!strcmp(key, ignored[i]))
@@ -84,6 +85,11 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 
 	if (val)
 		*val++ = 0;
+	if (val && !*val && !generic_opt(key)) {
+		cli_err("mount", "-o %s= has an empty value (give %s=VALUE, or leave it out)", key,
+			key);
+		return -1;
+	}
 	if (!strcmp(key, "tmp") && val && *val)
 		o->tmp_paths = val;
 	else if (!strcmp(key, "overlay") && !val)
@@ -101,10 +107,8 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	} else if (!strcmp(key, "segment")) {
 		if (size_opt(key, val, &v))
 			return -1;
-		if (v < 512 || (v & (v - 1))) {
-			cli_err("mount", "-o segment must be a power of two >= 512");
+		if (cli_check_segment("-o segment", v))
 			return -1;
-		}
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(key, "max_io")) {
 		if (size_opt(key, val, &v))
@@ -180,8 +184,17 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	return 0;
 }
 
-static int parse_opts(struct cairn_mount_opts *o, char *s)
+/* Parses a copy of s: the options point into it, and argv stays as it was, so
+ * ps shows the command line the daemon was started with. The copy lives as
+ * long as the process. */
+static int parse_opts(struct cairn_mount_opts *o, const char *opts)
 {
+	char *s = strdup(opts);
+
+	if (!s) {
+		cli_err("mount", "-o %s: %s", opts, strerror(ENOMEM));
+		return -1;
+	}
 	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
 		if (parse_one(o, tok))
@@ -209,7 +222,7 @@ int cmd_mount(int argc, char **argv)
 		} else if (!strcmp(a, "--empty")) {
 			o.empty = 1;
 		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
-			char *val = a[2] ? (char *)a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			const char *val = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 
 			if (!val) {
 				cli_err("mount", "-o needs options");
