@@ -19,7 +19,11 @@ MOUNTS="$M $WORK/file"
 # the last argument's place, and says PATTERN.
 refused() {
   _label=$1 _pat=$2; shift 2
-  if "$CAIRN" mount "$@" 2>"$WORK/err"; then fail "$_label: mounted"; fi
+  for _a; do _last=$_a; done
+  if "$CAIRN" mount "$@" 2>"$WORK/err"; then
+    fusermount3 -u "$_last" 2>/dev/null || umount -l "$_last"
+    fail "$_label: mounted"
+  fi
   grep -q -- "$_pat" "$WORK/err" || fail "$_label: message '$(cat "$WORK/err")' lacks '$_pat'"
   echo "$_label refused: $(head -n 1 "$WORK/err")"
 }
