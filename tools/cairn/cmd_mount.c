@@ -184,17 +184,27 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	return 0;
 }
 
-/* Parses a copy of s: the options point into it, and argv stays as it was, so
- * ps shows the command line the daemon was started with. The copy lives as
- * long as the process. */
-static int parse_opts(struct cairn_mount_opts *o, const char *opts)
+/* Appends one -o string to *all (comma-joined). Options are parsed from this
+ * copy, which they then point into, so argv stays as it was and ps shows the
+ * command line the daemon was started with. */
+static int add_opts(char **all, const char *opts)
 {
-	char *s = strdup(opts);
+	size_t have = *all ? strlen(*all) : 0;
+	char *s = realloc(*all, have + strlen(opts) + 2);
 
 	if (!s) {
 		cli_err("mount", "-o %s: %s", opts, strerror(ENOMEM));
 		return -1;
 	}
+	if (have)
+		s[have++] = ',';
+	strcpy(s + have, opts);
+	*all = s;
+	return 0;
+}
+
+static int parse_opts(struct cairn_mount_opts *o, char *s)
+{
 	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
 		if (parse_one(o, tok))
@@ -202,13 +212,12 @@ static int parse_opts(struct cairn_mount_opts *o, const char *opts)
 	return 0;
 }
 
-int cmd_mount(int argc, char **argv)
+/* The command line into o and pos; *all collects the -o strings (the caller
+ * frees it, after the mount: the options point into it). Returns -1 to go on,
+ * else the exit code. */
+static int parse_args(int argc, char **argv, struct cairn_mount_opts *o, const char *pos[2],
+		      int *npos, char **all)
 {
-	struct cairn_mount_opts o;
-	const char *pos[2];
-	int npos = 0;
-
-	memset(&o, 0, sizeof(o));
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -216,11 +225,11 @@ int cmd_mount(int argc, char **argv)
 			fputs(usage, stdout);
 			return CLI_EXIT_OK;
 		} else if (!strcmp(a, "-f")) {
-			o.foreground = 1;
+			o->foreground = 1;
 		} else if (!strcmp(a, "-s")) {
-			o.single = 1;
+			o->single = 1;
 		} else if (!strcmp(a, "--empty")) {
-			o.empty = 1;
+			o->empty = 1;
 		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
 			const char *val = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 
@@ -228,36 +237,54 @@ int cmd_mount(int argc, char **argv)
 				cli_err("mount", "-o needs options");
 				return CLI_EXIT_USAGE;
 			}
-			if (parse_opts(&o, val))
+			if (add_opts(all, val))
 				return CLI_EXIT_USAGE;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("mount", "unknown flag '%s'", a);
 			fputs(usage, stderr);
 			return CLI_EXIT_USAGE;
-		} else if (npos < 2) {
-			pos[npos++] = a;
+		} else if (*npos < 2) {
+			pos[(*npos)++] = a;
 		} else {
 			cli_err("mount", "too many arguments");
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (npos != (o.empty ? 1 : 2)) {
+	if (*all && parse_opts(o, *all))
+		return CLI_EXIT_USAGE;
+	if (*npos != (o->empty ? 1 : 2)) {
 		fputs(usage, stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (o.empty && (o.overlay || o.tmp_paths)) {
+	if (o->empty && (o->overlay || o->tmp_paths)) {
 		cli_err("mount", "--empty takes no image, so no overlay or tmp= either");
 		return CLI_EXIT_USAGE;
 	}
-	if (o.overlay && o.tmp_paths) {
+	if (o->overlay && o->tmp_paths) {
 		cli_err("mount", "overlay already makes every path writable; drop tmp=");
 		return CLI_EXIT_USAGE;
 	}
-	o.image = o.empty ? NULL : pos[0];
-	o.mountpoint = pos[npos - 1];
-	/* Root mounts serve every user (permissions are checked by the kernel,
-	 * default_permissions); others' mounts stay private unless asked. */
-	if (geteuid() == 0)
-		o.allow_other = 1;
-	return cairn_fuse_mount(&o);
+	return -1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct cairn_mount_opts o;
+	const char *pos[2];
+	char *all = NULL;
+	int npos = 0, rc;
+
+	memset(&o, 0, sizeof(o));
+	rc = parse_args(argc, argv, &o, pos, &npos, &all);
+	if (rc < 0) {
+		o.image = o.empty ? NULL : pos[0];
+		o.mountpoint = pos[npos - 1];
+		/* Root mounts serve every user (permissions are checked by the kernel,
+		 * default_permissions); others' mounts stay private unless asked. */
+		if (geteuid() == 0)
+			o.allow_other = 1;
+		rc = cairn_fuse_mount(&o);
+	}
+	free(all);
+	return rc;
 }
