@@ -41,6 +41,20 @@ for var in STD_CFLAGS WARN; do
   done
 done
 
+# What has PREFIX/BINDIR compiled in is rebuilt when they change (the helper's
+# BINDIR, cairn.pc), and only then.
+prefix_build() { # PREFIX: builds the helper and cairn.pc into $WORK/h
+  submake BUILD="$WORK/h" PREFIX="$1" "$WORK/h/mount.cairn" "$WORK/h/cairn.pc" > "$WORK/h.log" 2>&1 ||
+    { cat "$WORK/h.log"; fail "make mount.cairn PREFIX=$1"; }
+}
+prefix_build /opt/cairn-a
+grep -q /opt/cairn-a/bin "$WORK/h/mount.cairn" || fail "the helper lacks BINDIR /opt/cairn-a/bin"
+prefix_build /opt/cairn-b
+grep -q /opt/cairn-b/bin "$WORK/h/mount.cairn" || fail "the helper was not rebuilt for PREFIX=/opt/cairn-b"
+grep -q '^prefix=/opt/cairn-b$' "$WORK/h/cairn.pc" || fail "cairn.pc was not rebuilt for the new PREFIX"
+prefix_build /opt/cairn-b
+grep -q 'mount.cairn/main.c' "$WORK/h.log" && fail "the helper was rebuilt with PREFIX unchanged"
+
 # make check T=: one shell test (its verdict is the result), one unit test.
 printf '#!/bin/sh\necho fine\n' > "$WORK/pass.sh"
 printf '#!/bin/sh\necho broken\nexit 1\n' > "$WORK/fail.sh"
