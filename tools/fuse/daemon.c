@@ -253,14 +253,20 @@ static void mounted_type(const char *dir, char *type, size_t len)
 {
 	char line[4096], path[PATH_MAX], fstype[64];
 	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int at_start = 1; /* line holds the start of a mountinfo line */
 
 	type[0] = 0;
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		char *mp = line, *sep = strstr(line, " - "), *p;
+		int start = at_start;
 		size_t n = 0;
 
+		/* The rest of a line longer than the buffer is no line of its own. */
+		at_start = strchr(line, '\n') != NULL;
+		if (!start)
+			continue;
 		for (int i = 0; i < 4 && mp; i++)
 			mp = strchr(mp, ' ') ? strchr(mp, ' ') + 1 : NULL;
 		if (!mp || !sep)
