@@ -1,15 +1,28 @@
 #!/bin/sh
 # Install the Debian packages cairn needs to build, test, benchmark and demo.
-# Run as root it installs what is missing; otherwise it only reports.
+#   scripts/deps.sh [test|bench]         install what is missing (as root), or,
+#                                        as another user, say what is missing and
+#                                        how to install it (exit 1)
+#   scripts/deps.sh --list [test|bench]  print the package list
+# Every tool and library the tests use is here, so `make test` works the first
+# time on a machine that has none of them.
 set -eu
 
+list=0
+[ "${1:-}" = "--list" ] && { list=1; shift; }
 PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev \
-libcmocka-dev libfuse3-dev fuse3 attr python3 libclang-rt-14-dev openjdk-17-jdk-headless libcap2-bin"
+libcmocka-dev libfuse3-dev fuse3 attr acl python3 libclang-rt-14-dev openjdk-17-jdk-headless \
+libcap2-bin libcurl4-openssl-dev libssl-dev"
 case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
 qemu-utils python3 default-jdk-headless" ;;
-  test) PKGS="$PKGS qemu-utils" ;;
+  # HTTP servers and a proxy for the remote-image tests (127.0.0.1 only).
+  test) PKGS="$PKGS qemu-utils nginx-light squid" ;;
 esac
+if [ "$list" -eq 1 ]; then
+  printf '%s\n' $PKGS
+  exit 0
+fi
 
 missing=""
 for p in $PKGS; do
@@ -19,7 +32,9 @@ done
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "deps: missing Debian packages:$missing (run as root to install them)" >&2
+  echo "deps: missing Debian packages:$missing" >&2
+  echo "deps: install them as root, then run make again:" >&2
+  echo "  sudo apt-get install --no-install-recommends$missing" >&2
   exit 1
 fi
 echo "deps: installing$missing" >&2

@@ -11,6 +11,10 @@
 #ifndef CAIRN_BDEV_H
 #define CAIRN_BDEV_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -140,5 +144,9 @@ int cairn_bdev_qcow2_stats(struct cairn_bdev *dev, struct cairn_qcow2_stats *out
 /* offset: bytes [off, off+len) of below, e.g. a partition (len 0 = to the end). */
 int cairn_bdev_offset_new(struct cairn_bdev *below, uint64_t off, uint64_t len,
 			  struct cairn_bdev **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

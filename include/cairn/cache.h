@@ -14,6 +14,10 @@
 #ifndef CAIRN_CACHE_H
 #define CAIRN_CACHE_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -68,5 +72,13 @@ void cairn_cache_drain(struct cairn_cache *c);
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out);
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c); /* the device below; not owned */
 size_t cairn_cache_segment_size(const struct cairn_cache *c);
+
+/* Segment sizes cairn_cache_new() takes: a power of two in this range. */
+#define CAIRN_CACHE_SEGMENT_MIN 512u
+#define CAIRN_CACHE_SEGMENT_MAX (64u << 20)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,11 +8,19 @@
 #ifndef CAIRN_ERROR_H
 #define CAIRN_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <errno.h>
 
 #define CAIRN_ECORRUPT EUCLEAN /* 117, "Structure needs cleaning", as EROFS uses */
 
 /* Text for a negative cairn error code; never NULL. */
 const char *cairn_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

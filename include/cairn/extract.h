@@ -34,6 +34,10 @@
 #ifndef CAIRN_EXTRACT_H
 #define CAIRN_EXTRACT_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stdint.h>
 #include <cairn/image.h>
 
@@ -70,5 +74,9 @@ int cairn_extract(struct cairn_image *img, const char *path, int target_dirfd,
  * the attributes are set) when missing. */
 int cairn_extract_to_dir(struct cairn_image *img, const char *path, const char *dir,
 			 const struct cairn_extract_opts *opts, struct cairn_extract_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -26,6 +26,12 @@
 #ifndef CAIRN_FORMAT_H
 #define CAIRN_FORMAT_H
 
+#ifdef __cplusplus
+extern "C" {
+/* The size checks below, in C++'s spelling (undefined again at the end). */
+#define _Static_assert static_assert
+#endif
+
 #include <stdint.h>
 #include <string.h>
 
@@ -182,6 +188,11 @@ static inline uint64_t cairn_le64(uint64_t v) { return v; }
 static inline uint16_t cairn_le16(uint16_t v) { return __builtin_bswap16(v); }
 static inline uint32_t cairn_le32(uint32_t v) { return __builtin_bswap32(v); }
 static inline uint64_t cairn_le64(uint64_t v) { return __builtin_bswap64(v); }
+#endif
+
+#ifdef __cplusplus
+#undef _Static_assert
+}
 #endif
 
 #endif /* CAIRN_FORMAT_H */

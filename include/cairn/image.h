@@ -12,6 +12,10 @@
 #ifndef CAIRN_IMAGE_H
 #define CAIRN_IMAGE_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -136,5 +140,9 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_counters *out);
 /* The fault device of such a stack, or NULL. */
 struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

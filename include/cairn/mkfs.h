@@ -24,6 +24,10 @@
 #ifndef CAIRN_MKFS_H
 #define CAIRN_MKFS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,5 +133,9 @@ int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx
  * matched against the whole in-image path ("/a/b"), any other pattern against the
  * path without its leading '/' ("a/b"). '*' also matches '/'. */
 int cairn_mkfs_path_excluded(const char *path, const char *const *patterns, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

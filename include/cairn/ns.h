@@ -32,6 +32,10 @@
 #ifndef CAIRN_NS_H
 #define CAIRN_NS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -137,5 +141,9 @@ struct cairn_ns_usage {
 void cairn_ns_usage(struct cairn_ns *ns, struct cairn_ns_usage *out);
 /* The RAM layer, or NULL (read-only namespace); not owned. */
 struct cairn_ramfs *cairn_ns_ramfs(struct cairn_ns *ns);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 #ifndef CAIRN_RAMFS_H
 #define CAIRN_RAMFS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -191,5 +195,9 @@ void cairn_ramfs_usage(struct cairn_ramfs *fs, struct cairn_ramfs_usage *out);
  */
 int cairn_ramfs_copy_from_image(struct cairn_ramfs *fs, cairn_ino_t dst_dir,
 				struct cairn_image *img, cairn_ino_t src_dir);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -27,7 +27,6 @@
 #define DEFAULT_THREADS     4u
 #define DEFAULT_SMALL_FILE  (256u << 10)
 #define MAX_THREADS         64u
-#define MAX_SEGMENT         (64u << 20)
 
 static unsigned log2_exact(size_t v)
 {
@@ -51,7 +50,7 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 	if (cfg)
 		d = *cfg;
 	S = d.segment_size ? d.segment_size : DEFAULT_SEGMENT;
-	if (S < 512 || S > MAX_SEGMENT || (S & (S - 1)))
+	if (S < CAIRN_CACHE_SEGMENT_MIN || S > CAIRN_CACHE_SEGMENT_MAX || (S & (S - 1)))
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)

@@ -74,6 +74,8 @@ void cli_print_name(FILE *f, const char *name, size_t len);
 
 /* "64M", "1m", "4096", "1.5G" -> bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);
+/* 0 when v is a segment size the cache takes; else says so, naming `what`. */
+int cli_check_segment(const char *what, uint64_t v);
 /* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */
 int cli_parse_duration_ns(const char *s, uint64_t *out);
 /* Print "cairn <cmd>: <fmt...>\n" to stderr. */

@@ -11,7 +11,7 @@
 const char cli_image_opts_help[] =
 	"image access options:\n"
 	"  --cache-size SIZE  segment cache budget (default 64M; 0 disables caching)\n"
-	"  --segment SIZE     cache segment size (default 128K)\n"
+	"  --segment SIZE     cache segment size, a power of two from 512 to 64M (default 128K)\n"
 	"  --max-io SIZE      largest device request (default 1M)\n"
 	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
 	"  --offset BYTES     the image starts at this byte of the file\n"
@@ -28,6 +28,15 @@ void cli_err(const char *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int cli_check_segment(const char *what, uint64_t v)
+{
+	if (v >= CAIRN_CACHE_SEGMENT_MIN && v <= CAIRN_CACHE_SEGMENT_MAX && !(v & (v - 1)))
+		return 0;
+	fprintf(stderr, "cairn: %s must be a power of two from 512 to 64M, got %" PRIu64 "\n",
+		what, v);
+	return -1;
 }
 
 int cli_parse_size(const char *s, uint64_t *out)
@@ -166,10 +175,8 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 	} else if (!strcmp(opt, "--segment")) {
 		if (size_arg(opt, val, &v))
 			return -1;
-		if (v < 512 || (v & (v - 1))) {
-			fprintf(stderr, "cairn: --segment must be a power of two >= 512\n");
+		if (cli_check_segment(opt, v))
 			return -1;
-		}
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(opt, "--max-io")) {
 		if (size_arg(opt, val, &v))

@@ -23,7 +23,8 @@ static const char usage[] =
 	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
 	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
 	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
-	"  cache_size=SIZE segment cache budget; segment=SIZE; max_io=SIZE\n"
+	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
+	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
 	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
@@ -69,7 +70,7 @@ static int generic_opt(const char *key)
 					       "nosuid", "dev", "nodev", "exec", "noexec", "atime",
 					       "noatime", "relatime", "async", "sync", NULL };
 
-	if (!strncmp(key, "x-", 2) || !strncmp(key, "comment=", 8))
+	if (!strncmp(key, "x-", 2) || !strcmp(key, "comment"))
 		return 1;
 	for (int i = 0; ignored[i]; i++)
 		if (!strcmp(key, ignored[i]))
@@ -84,6 +85,11 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 
 	if (val)
 		*val++ = 0;
+	if (val && !*val && !generic_opt(key)) {
+		cli_err("mount", "-o %s= has an empty value (give %s=VALUE, or leave it out)", key,
+			key);
+		return -1;
+	}
 	if (!strcmp(key, "tmp") && val && *val)
 		o->tmp_paths = val;
 	else if (!strcmp(key, "overlay") && !val)
@@ -101,10 +107,8 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	} else if (!strcmp(key, "segment")) {
 		if (size_opt(key, val, &v))
 			return -1;
-		if (v < 512 || (v & (v - 1))) {
-			cli_err("mount", "-o segment must be a power of two >= 512");
+		if (cli_check_segment("-o segment", v))
 			return -1;
-		}
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(key, "max_io")) {
 		if (size_opt(key, val, &v))
@@ -180,6 +184,25 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 	return 0;
 }
 
+/* Appends one -o string to *all (comma-joined). Options are parsed from this
+ * copy, which they then point into, so argv stays as it was and ps shows the
+ * command line the daemon was started with. */
+static int add_opts(char **all, const char *opts)
+{
+	size_t have = *all ? strlen(*all) : 0;
+	char *s = realloc(*all, have + strlen(opts) + 2);
+
+	if (!s) {
+		cli_err("mount", "-o %s: %s", opts, strerror(ENOMEM));
+		return -1;
+	}
+	if (have)
+		s[have++] = ',';
+	strcpy(s + have, opts);
+	*all = s;
+	return 0;
+}
+
 static int parse_opts(struct cairn_mount_opts *o, char *s)
 {
 	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
@@ -189,13 +212,12 @@ static int parse_opts(struct cairn_mount_opts *o, char *s)
 	return 0;
 }
 
-int cmd_mount(int argc, char **argv)
+/* The command line into o and pos; *all collects the -o strings (the caller
+ * frees it, after the mount: the options point into it). Returns -1 to go on,
+ * else the exit code. */
+static int parse_args(int argc, char **argv, struct cairn_mount_opts *o, const char *pos[2],
+		      int *npos, char **all)
 {
-	struct cairn_mount_opts o;
-	const char *pos[2];
-	int npos = 0;
-
-	memset(&o, 0, sizeof(o));
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -203,48 +225,66 @@ int cmd_mount(int argc, char **argv)
 			fputs(usage, stdout);
 			return CLI_EXIT_OK;
 		} else if (!strcmp(a, "-f")) {
-			o.foreground = 1;
+			o->foreground = 1;
 		} else if (!strcmp(a, "-s")) {
-			o.single = 1;
+			o->single = 1;
 		} else if (!strcmp(a, "--empty")) {
-			o.empty = 1;
+			o->empty = 1;
 		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
-			char *val = a[2] ? (char *)a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			const char *val = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 
 			if (!val) {
 				cli_err("mount", "-o needs options");
 				return CLI_EXIT_USAGE;
 			}
-			if (parse_opts(&o, val))
+			if (add_opts(all, val))
 				return CLI_EXIT_USAGE;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("mount", "unknown flag '%s'", a);
 			fputs(usage, stderr);
 			return CLI_EXIT_USAGE;
-		} else if (npos < 2) {
-			pos[npos++] = a;
+		} else if (*npos < 2) {
+			pos[(*npos)++] = a;
 		} else {
 			cli_err("mount", "too many arguments");
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (npos != (o.empty ? 1 : 2)) {
+	if (*all && parse_opts(o, *all))
+		return CLI_EXIT_USAGE;
+	if (*npos != (o->empty ? 1 : 2)) {
 		fputs(usage, stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (o.empty && (o.overlay || o.tmp_paths)) {
+	if (o->empty && (o->overlay || o->tmp_paths)) {
 		cli_err("mount", "--empty takes no image, so no overlay or tmp= either");
 		return CLI_EXIT_USAGE;
 	}
-	if (o.overlay && o.tmp_paths) {
+	if (o->overlay && o->tmp_paths) {
 		cli_err("mount", "overlay already makes every path writable; drop tmp=");
 		return CLI_EXIT_USAGE;
 	}
-	o.image = o.empty ? NULL : pos[0];
-	o.mountpoint = pos[npos - 1];
-	/* Root mounts serve every user (permissions are checked by the kernel,
-	 * default_permissions); others' mounts stay private unless asked. */
-	if (geteuid() == 0)
-		o.allow_other = 1;
-	return cairn_fuse_mount(&o);
+	return -1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct cairn_mount_opts o;
+	const char *pos[2];
+	char *all = NULL;
+	int npos = 0, rc;
+
+	memset(&o, 0, sizeof(o));
+	rc = parse_args(argc, argv, &o, pos, &npos, &all);
+	if (rc < 0) {
+		o.image = o.empty ? NULL : pos[0];
+		o.mountpoint = pos[npos - 1];
+		/* Root mounts serve every user (permissions are checked by the kernel,
+		 * default_permissions); others' mounts stay private unless asked. */
+		if (geteuid() == 0)
+			o.allow_other = 1;
+		rc = cairn_fuse_mount(&o);
+	}
+	free(all);
+	return rc;
 }

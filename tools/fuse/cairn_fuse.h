@@ -32,6 +32,7 @@ struct cairn_fuse {
 	struct cairn_trace *trace;      /* NULL unless trace= */
 	struct cairn_push *push;        /* NULL unless -o prefetch on an ordered image */
 	char *mnt_abs;                  /* absolute mountpoint */
+	char *stats_path;               /* stats= as an absolute path, or NULL (owned) */
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
 	int init_done;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "cairn_fuse.h"
@@ -55,7 +56,7 @@ static void rss_kb(uint64_t *rss, uint64_t *hwm)
 /* "key value" lines, replaced atomically so readers never see half a file. */
 static void write_stats(struct cairn_fuse *cf)
 {
-	const char *path = cf->o->stats_file;
+	const char *path = cf->stats_path;
 	struct cairn_ns_usage u;
 	uint64_t rss, hwm;
 	char tmp[PATH_MAX];
@@ -206,6 +207,116 @@ static void *bdi_main(void *arg)
 
 /* ---- setup ---- */
 
+/* stats= is written only at unmount (and on SIGUSR1), long after the command
+ * returned, so a path that cannot be written is refused now, as trace= is. It is
+ * kept absolute: the detached daemon runs in /. */
+static int check_stats_file(struct cairn_fuse *cf, const char *file)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+	int n;
+
+	if (file[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s", file);
+	else if (getcwd(dir, sizeof(dir)))
+		n = snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/%s", file);
+	else
+		n = -1;
+	if (n < 0 || (size_t)n >= sizeof(dir) - 4) {
+		errf("-o stats=%s: %s", file, "path too long");
+		return -1;
+	}
+	cf->stats_path = strdup(dir);
+	if (!cf->stats_path) {
+		errf("-o stats=%s: %s", file, strerror(ENOMEM));
+		return -1;
+	}
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		errf("-o stats=%s: %s", file, "is a directory");
+		return -1;
+	}
+	slash = strrchr(dir, '/');
+	*(slash == dir ? slash + 1 : slash) = 0;
+	/* The file is replaced by rename() from FILE.tmp: its directory is written. */
+	if (access(dir, W_OK | X_OK)) {
+		fprintf(stderr, "cairn mount: -o stats=%s: cannot write in %s: %s\n", file, dir,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Type of the file system mounted last on the absolute path `dir` (the one a
+ * mount there would cover), or "" when dir is no mount point. mountinfo escapes
+ * blanks and backslashes in paths as \ooo. */
+static void mounted_type(const char *dir, char *type, size_t len)
+{
+	char line[4096], path[PATH_MAX], fstype[64];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int at_start = 1; /* line holds the start of a mountinfo line */
+
+	type[0] = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *mp = line, *sep = strstr(line, " - "), *p;
+		int start = at_start;
+		size_t n = 0;
+
+		/* The rest of a line longer than the buffer is no line of its own. */
+		at_start = strchr(line, '\n') != NULL;
+		if (!start)
+			continue;
+		for (int i = 0; i < 4 && mp; i++)
+			mp = strchr(mp, ' ') ? strchr(mp, ' ') + 1 : NULL;
+		if (!mp || !sep)
+			continue;
+		for (p = mp; *p && *p != ' ' && n + 1 < sizeof(path); n++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
+				path[n] = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+				p += 4;
+			} else {
+				path[n] = *p++;
+			}
+		}
+		path[n] = 0;
+		if (!strcmp(path, dir) && sscanf(sep + 3, "%63s", fstype) == 1)
+			snprintf(type, len, "%s", fstype);
+	}
+	fclose(f);
+}
+
+/* Refuses what would leave a broken or hidden mount: a mount point that is not a
+ * directory, one where a cairn image is already mounted (it would be stacked
+ * over, silently), and a dead FUSE mount (its daemon was killed), with the
+ * command that clears it. Resolves the mount point into abs. */
+static int check_mountpoint(const char *mnt, char abs[PATH_MAX])
+{
+	struct statfs sfs;
+	struct stat st;
+	char type[64];
+
+	if (stat(mnt, &st) || !realpath(mnt, abs) || statfs(abs, &sfs)) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "cairn mount: %s: a dead mount is there (its daemon is gone); "
+				"unmount it with `fusermount3 -u %s`, then mount again\n", mnt, mnt);
+		else
+			errf("%s: %s", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		errf("%s: %s", mnt, "not a directory (a mount point must be one)");
+		return -1;
+	}
+	mounted_type(abs, type, sizeof(type));
+	if (!strcmp(type, "fuse.cairn")) {
+		fprintf(stderr, "cairn mount: %s: a cairn image is already mounted there; unmount "
+			"it first (`fusermount3 -u %s`)\n", mnt, mnt);
+		return -1;
+	}
+	return 0;
+}
+
 static int has_hot_prefix(struct cairn_image *img)
 {
 	struct cairn_image_info info;
@@ -265,19 +376,26 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		static const struct cairn_fault_config no_faults; /* read-only */
 		struct cairn_open_opts oo = o->open;
 		struct cairn_stat st;
+		char why[256] = "";
 
 		/* The fault device starts idle: the plan applies once the mount is up,
 		 * so tests count requests of their own reads, not of the mount. */
 		oo.fault = o->has_fault ? &no_faults : NULL;
-		rc = cairn_image_open_path(o->image, &oo, &cf->img);
+		rc = cairn_image_open_path_ex(o->image, &oo, why, sizeof(why), &cf->img);
 		/* Reading the root now refuses images whose metadata is damaged at the
 		 * start, before anything is mounted. */
 		if (!rc)
 			rc = cairn_image_stat(cf->img, cairn_image_root(cf->img), &st);
-		if (!rc && !S_ISDIR(st.mode))
+		if (!rc && !S_ISDIR(st.mode)) {
 			rc = -CAIRN_ECORRUPT;
+			snprintf(why, sizeof(why), "the root inode is not a directory");
+		}
+		if (rc && cf->img && cairn_image_corruption(cf->img))
+			snprintf(why, sizeof(why), "%s", cairn_image_corruption(cf->img));
 		if (rc) {
-			errf("%s: %s", o->image, cairn_strerror(rc));
+			/* With the reason, as `cairn info` gives it. */
+			fprintf(stderr, "cairn mount: %s: %s%s%s\n", o->image, cairn_strerror(rc),
+				why[0] ? ": " : "", why);
 			return -1;
 		}
 		if (verify_meta(cf->img, o))
@@ -408,11 +526,13 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	cf.o = o;
 	pthread_mutex_init(&cf.init_lock, NULL);
 	pthread_cond_init(&cf.init_cond, NULL);
-	if (!realpath(o->mountpoint, abs)) {
-		errf("%s: %s", o->mountpoint, strerror(errno));
+	if (check_mountpoint(o->mountpoint, abs))
+		return 1;
+	cf.mnt_abs = abs;
+	if (o->stats_file && check_stats_file(&cf, o->stats_file)) {
+		free(cf.stats_path);
 		return 1;
 	}
-	cf.mnt_abs = abs;
 	/* Blocked in every thread from here on; the signal thread takes them. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
@@ -490,5 +610,6 @@ out:
 		cairn_image_close(cf.img);
 	pthread_cond_destroy(&cf.init_cond);
 	pthread_mutex_destroy(&cf.init_lock);
+	free(cf.stats_path);
 	return ret;
 }

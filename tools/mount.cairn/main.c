@@ -4,18 +4,28 @@
  * and for fstab lines of type cairn. mount(8) calls it as
  *   mount.cairn IMAGE DIR [-sfnv] [-o options] [-t type]
  * and it hands over to `cairn mount IMAGE DIR -o options`, which detaches once
- * the mount is up. The cairn tool is looked for next to this helper first (an
- * installed pair, or a build directory), then in PATH.
+ * the mount is up. mount(8) gives it no PATH, so the cairn tool is looked for
+ * next to this helper first (a build directory), then in CAIRN_BINDIR, where
+ * `make install` put the cairn this helper was installed with, then in PATH.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static void usage(void)
+#ifndef CAIRN_BINDIR
+#define CAIRN_BINDIR "/usr/local/bin"
+#endif
+
+static void usage(FILE *f)
 {
-	fprintf(stderr, "usage: mount.cairn IMAGE DIR [-sfnv] [-o options]\n"
-			"  (or: mount -t cairn IMAGE DIR -o options; see docs/MOUNT.md)\n");
+	fprintf(f, "usage: mount.cairn IMAGE DIR [-sfnv] [-o options]\n"
+		   "  (or: mount -t cairn IMAGE DIR -o options; see docs/MOUNT.md)\n"
+		   "Runs `cairn mount IMAGE DIR -o options`, which detaches once mounted.\n"
+		   "  -f  fake: do nothing     -v  print the command run\n"
+		   "  -s, -n, -N: accepted for mount(8), no effect\n"
+		   "The options are those of `cairn mount --help`. cairn is run from this\n"
+		   "helper's directory, else from " CAIRN_BINDIR ", else from PATH.\n");
 }
 
 /* Path of `cairn` in the directory holding this helper, if there is one. */
@@ -47,7 +57,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (!strcmp(a, "-o") && i + 1 < argc) {
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-o") && i + 1 < argc) {
 			opts = argv[++i];
 		} else if (!strncmp(a, "-o", 2) && a[2]) {
 			opts = a + 2;
@@ -64,12 +77,12 @@ int main(int argc, char **argv)
 		} else if (npos < 2) {
 			pos[npos++] = a;
 		} else {
-			usage();
+			usage(stderr);
 			return 1;
 		}
 	}
 	if (npos != 2) {
-		usage();
+		usage(stderr);
 		return 1;
 	}
 	if (fake)
@@ -88,6 +101,7 @@ int main(int argc, char **argv)
 			opts ? " -o " : "", opts ? opts : "");
 	if (sibling_tool(tool, sizeof(tool)) == 0)
 		execv(tool, args);
+	execv(CAIRN_BINDIR "/cairn", args);
 	execvp("cairn", args);
 	perror("mount.cairn: cannot run cairn");
 	return 1;
