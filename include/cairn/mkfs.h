@@ -40,6 +40,8 @@ struct cairn_mkfs_opts {
 	size_t exclude_count;
 	const char *order_file;     /* NULL or a file of in-image paths (data order) */
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
+	int force;                  /* write_path: replace an existing regular file that is
+				     * not a cairn image (refused otherwise) */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -80,9 +82,20 @@ int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t 
  * file is truncated to the image size). Does not fsync or close. `name` labels
  * write errors ("IMAGE: writing the image: No space left on device"). */
 int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd, const char *name);
-/* Write `path` atomically: a temporary file next to it, fsync, rename. Nothing is
- * left at `path` (nor a temporary) on failure. */
+/* Write the image at `path`, by what is there now (docs/CLI.md, cairn mkfs):
+ *   nothing, an empty file or a cairn image: atomically, through a temporary
+ *     file next to it, fsync (unless no_fsync) and rename; nothing is left at
+ *     `path` (nor a temporary) on failure;
+ *   another regular file: refused (-EEXIST) unless opts.force;
+ *   a block device: written in place (opened O_EXCL: refused while mounted);
+ *   a symlink: followed, the rules apply to its target; dangling: -ENOENT;
+ *   anything else (directory, character device, FIFO, socket): -EINVAL.
+ * Messages name `path`, never the temporary file. */
 int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path);
+/* The temporary file write_path is writing right now, or NULL. Async-signal-safe:
+ * a SIGINT/SIGTERM handler may unlink() it before _exit(), so an interrupted
+ * mkfs leaves nothing behind. */
+const char *cairn_mkfs_temp_path(const struct cairn_mkfs *m);
 
 /* Statistics of the last write. */
 struct cairn_mkfs_stats {
