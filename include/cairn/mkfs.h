@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct cairn_mkfs;
 
@@ -40,6 +41,7 @@ struct cairn_mkfs_opts {
 	size_t exclude_count;
 	const char *order_file;     /* NULL or a file of in-image paths (data order) */
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
+	int allow_empty_globs;      /* a manifest glob matching nothing is not an error */
 	int force;                  /* write_path: replace an existing regular file that is
 				     * not a cairn image (refused otherwise) */
 	const char *output;         /* NULL or the image path: an existing file there is
@@ -132,11 +134,23 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
 
 /*
  * Order file parser (mkfs --order), pure as well: one in-image path per line, or
- * "PATH OFFSET LENGTH" range records (the mount's trace); the ranges are ignored.
- * '#' starts a comment line, blank lines are skipped.
+ * "PATH OFFSET LENGTH" range records (the mount's trace). '#' starts a comment
+ * line, blank lines are skipped. Paths are unescaped (docs/MANIFEST.md): "\\"
+ * is a backslash, "\n" a newline, "\ooo" the byte of three octal digits; any
+ * other backslash stands for itself.
  */
-typedef int (*cairn_order_cb)(void *ctx, const char *path, size_t path_len, unsigned line);
+struct cairn_order_record {
+	const char *path;        /* unescaped, NUL-terminated; valid during the call */
+	size_t path_len;         /* may be more than strlen(path) after a "\000" */
+	int has_range;           /* the line ended in OFFSET LENGTH */
+	uint64_t offset, length;
+	unsigned line;
+};
+typedef int (*cairn_order_cb)(void *ctx, const struct cairn_order_record *r);
 int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx);
+/* Write one range record as cairn_order_parse() reads it back, whatever bytes
+ * the path holds (the mount's trace= writer). 0, or -EIO when f has failed. */
+int cairn_order_write_record(FILE *f, const char *path, uint64_t offset, uint64_t length);
 
 /* fnmatch-based exclude test as mkfs uses it: a pattern starting with '/' is
  * matched against the whole in-image path ("/a/b"), any other pattern against the

@@ -426,6 +426,22 @@ static int dup_eq(void *ctx, uint64_t val)
 	return 1;
 }
 
+/* A file that grew after the scan is stored with the size the scan saw (the
+ * metadata is laid out already): say so, as tar does. A file that shrank is an
+ * error (copy_range), as its stored size would be a lie. */
+static void warn_grown(struct cairn_mkfs *m, int src, const char *path, uint64_t size)
+{
+	struct stat st;
+	char msg[sizeof(m->err)];
+
+	if (!m->o.warn || fstat(src, &st) || (uint64_t)st.st_size <= size)
+		return;
+	snprintf(msg, sizeof(msg), "%s: file changed as we read it (grew from %llu to %llu "
+		 "bytes; the image holds the first %llu)", path, (unsigned long long)size,
+		 (unsigned long long)st.st_size, (unsigned long long)size);
+	m->o.warn(m->o.ctx, msg);
+}
+
 static int copy_file(struct layout *l, uint32_t idx)
 {
 	struct cairn_mkfs *m = l->m;
@@ -488,6 +504,8 @@ static int copy_file(struct layout *l, uint32_t idx)
 			}
 		}
 	}
+	if (!rc)
+		warn_grown(m, src, path, in->size);
 	XXH3_freeState(hs);
 	close(src);
 	return rc;

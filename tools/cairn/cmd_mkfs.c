@@ -36,6 +36,7 @@ static const char mkfs_help[] =
 	"  --order FILE       put the data of the files listed in FILE first, in that\n"
 	"                     order (one in-image path per line, or 'PATH OFFSET LENGTH'\n"
 	"                     records of a mount trace); they form the hot prefix\n"
+	"  --allow-empty-glob a manifest glob that matches nothing is not an error\n"
 	"  --force            replace an existing IMAGE that is not a cairn image\n"
 	"  --no-fsync         do not fsync the image before renaming it (faster, unsafe)\n"
 	"  -q, --quiet        no progress bar, summary or warnings\n"
@@ -180,6 +181,8 @@ int cmd_mkfs(int argc, char **argv)
 			o.no_fsync = 1;
 		} else if (!strcmp(a, "--force")) {
 			o.force = 1;
+		} else if (!strcmp(a, "--allow-empty-glob")) {
+			o.allow_empty_globs = 1;
 		} else if (!strcmp(a, "--manifest")) {
 			manifest = val;
 		} else if (!strcmp(a, "--uid") || !strcmp(a, "--gid")) {
