@@ -80,9 +80,11 @@ int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *manifest_path);
 int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t len,
 				 const char *base_dir, const char *name);
 
-/* Write the image to `fd`, a regular file (positioned writes from offset 0; the
- * file is truncated to the image size). Does not fsync or close. `name` labels
- * write errors ("IMAGE: writing the image: No space left on device"). */
+/* Write the image to `fd` (positioned writes from offset 0; it must be open for
+ * reading too): a regular file is truncated to the image size; a block device
+ * is written in place, its first block cleared before anything else and the
+ * superblock written last. Does not fsync or close. `name` labels write errors
+ * ("IMAGE: writing the image: No space left on device"). */
 int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd, const char *name);
 /* Write the image at `path`, by what is there now (docs/CLI.md, cairn mkfs):
  *   nothing, an empty file or a cairn image: atomically, through a temporary

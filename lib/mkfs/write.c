@@ -89,7 +89,7 @@ static int number_inodes(struct layout *l)
 			*slot = e;
 		}
 		uint64_t n = l->dirents.n - first;
-		uint32_t *ents = MK_AT(&l->dirents, uint32_t, first);
+		uint32_t *ents = n ? MK_AT(&l->dirents, uint32_t, first) : NULL; /* empty: no array */
 		if (n > 1)
 			qsort_r(ents, n, sizeof(uint32_t), entry_cmp, m);
 		d = mk_ino(m, *by_ino(l, i));
