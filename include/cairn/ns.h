@@ -55,6 +55,7 @@ struct cairn_ns_config {
 
 /* An entry as FUSE needs it. */
 #define CAIRN_NS_E_IMMUTABLE 1u /* can never change while mounted: cache it long */
+#define CAIRN_NS_E_VOLATILE  2u /* its attributes change without calls on it: don't cache them */
 struct cairn_ns_entry {
 	uint64_t node;
 	struct cairn_stat st;
@@ -98,8 +99,11 @@ int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_d
 		     void *ctx);
 
 /* open flags are open(2)'s: a write access or O_TRUNC copies up (overlay) or
- * gives -EROFS on the read-only part. *fh is handed back to release. */
-int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, uint64_t *fh);
+ * gives -EROFS on the read-only part. O_TRUNC empties a regular file and sets its
+ * mtime and ctime (an image file is copied up without its data); cred (NULL =
+ * root) decides whether that clears setuid. *fh is handed back to release. */
+int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct cairn_cred *cred,
+		  uint64_t *fh);
 void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
 /* cairn_image_hot_ranges() of a node that is an image file (not copied up);

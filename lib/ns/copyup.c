@@ -21,7 +21,8 @@ static int all_zero(const unsigned char *p, size_t n)
 	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
-/* Holes stay holes: zero blocks are skipped and the size is set afterwards. */
+/* Holes stay holes: zero blocks are skipped and the size is set afterwards.
+ * `size` is what is copied, which may be less than the file. */
 static int copy_data(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper, uint64_t size)
 {
 	unsigned char *buf;
@@ -143,7 +144,7 @@ static int make_object(struct cairn_ns *ns, const struct cairn_stat *ls, cairn_i
 }
 
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
-		   size_t len, struct cairn_stat *st)
+		   size_t len, uint64_t keep, struct cairn_stat *st)
 {
 	struct cairn_stat ls;
 	struct cairn_setattr sa;
@@ -155,10 +156,12 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 	if (rc)
 		return rc;
 	if (S_ISREG(ls.mode))
-		rc = copy_data(ns, lower, st->ino, ls.size);
+		rc = copy_data(ns, lower, st->ino, ls.size < keep ? ls.size : keep);
 	if (!rc)
 		rc = copy_xattrs(ns, lower, st->ino);
-	if (!rc && ns->overlay) {
+	/* A copy of one name of several is a new inode (ns_link_group): it must not
+	 * take the inode number the other names still show. */
+	if (!rc && ns->overlay && !ns_link_group(&ls)) {
 		uint64_t origin = lower;
 
 		/* Best effort: without it only the inode number of a forgotten and
@@ -192,23 +195,34 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 	return rc;
 }
 
-int ns_copy_up(struct cairn_ns *ns, struct ns_node *n)
+int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls)
 {
-	struct cairn_stat st;
+	return ns_link_group(ls) ? ns_set_inc(&ns->gone_links, ls->ino) : 0;
+}
+
+int ns_copy_up(struct cairn_ns *ns, struct ns_node *n, uint64_t keep)
+{
+	struct cairn_stat st, ls;
 	int rc;
 
 	if (ns_has_upper(n))
 		return 0;
 	if (!ns->overlay || !n->has_lower || !n->parent)
 		return -EROFS;
-	rc = ns_copy_up(ns, n->parent);
+	rc = ns_copy_up(ns, n->parent, NS_KEEP_ALL);
+	if (!rc)
+		rc = cairn_image_stat(ns->img, n->lower, &ls);
 	if (rc)
 		return rc;
-	rc = ns_copy_object(ns, n->lower, n->parent->upper, n->name, n->name_len, &st);
+	rc = ns_copy_object(ns, n->lower, n->parent->upper, n->name, n->name_len, keep, &st);
 	if (rc == -EEXIST)
 		rc = -ESTALE; /* the name now holds something else (a whiteout after unlink) */
 	if (rc)
 		return rc;
+	if (ns_link_group(&ls)) {
+		n->st_ino = st.ino + ns->ino_offset;
+		ns_link_gone(ns, &ls);
+	}
 	n->upper = st.ino;
 	__atomic_store_n(&n->has_upper, 1, __ATOMIC_RELEASE);
 	ns_table_add_upper(ns, n);

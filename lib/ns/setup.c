@@ -26,7 +26,7 @@ static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, siz
 	if (rc != -ENOENT)
 		return rc;
 	if (have_low)
-		rc = ns_copy_object(ns, low, up, name, len, &st);
+		rc = ns_copy_object(ns, low, up, name, len, NS_KEEP_ALL, &st);
 	else
 		rc = cairn_ramfs_mkdir(ns->ram, up, name, len, mode, &root_cred, &st);
 	if (rc)
@@ -162,7 +162,9 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	if (!rc)
 		rc = ns_table_init(&ns->upper_tab);
 	if (!rc)
-		rc = ns_set_init(&ns->opaque);
+		rc = ns_set_init(&ns->opaque, 0);
+	if (!rc)
+		rc = ns_set_init(&ns->gone_links, 1);
 	if (rc)
 		goto fail;
 	if (ns->img) {
@@ -212,6 +214,7 @@ void cairn_ns_free(struct cairn_ns *ns)
 	ns_table_destroy(&ns->lower_tab);
 	ns_table_destroy(&ns->upper_tab);
 	ns_set_destroy(&ns->opaque);
+	ns_set_destroy(&ns->gone_links);
 	free(ns->tmp_roots);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);

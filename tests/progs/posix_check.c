@@ -226,6 +226,52 @@ static void check_append(void)
 	unlink(P("append"));
 }
 
+/* Bytes of path into buf (NUL-terminated); -1 on error. */
+static ssize_t read_all(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+	return n;
+}
+
+/* open(O_TRUNC) of an existing file empties it (echo test > f; echo hi > f) and
+ * marks mtime and ctime, even for a file that was already empty. */
+static void check_open_trunc(void)
+{
+	struct stat a, b;
+	char buf[64];
+	int fd;
+
+	write_file(P("trunc"), "test\n", 5);
+	write_file(P("trunc"), "hi\n", 3);
+	CHECK("O_TRUNC of an existing file: no stale bytes past the new end",
+	      read_all(P("trunc"), buf, sizeof(buf)) == 3 && !strcmp(buf, "hi\n"),
+	      "read back \"%s\"", buf);
+	stat(P("trunc"), &a);
+	pause_ms(20);
+	fd = open(P("trunc"), O_WRONLY | O_TRUNC);
+	close(fd);
+	stat(P("trunc"), &b);
+	CHECK("O_TRUNC sets size 0 and updates mtime and ctime",
+	      fd >= 0 && b.st_size == 0 && ts_after(b.st_mtim, a.st_mtim) &&
+	      ts_after(b.st_ctim, a.st_ctim), "size %lld", (long long)b.st_size);
+	pause_ms(20);
+	fd = open(P("trunc"), O_WRONLY | O_TRUNC);
+	close(fd);
+	stat(P("trunc"), &a);
+	CHECK("O_TRUNC of an empty file still updates mtime and ctime",
+	      fd >= 0 && ts_after(a.st_mtim, b.st_mtim) && ts_after(a.st_ctim, b.st_ctim),
+	      "times");
+	unlink(P("trunc"));
+}
+
 /* ---- names ---- */
 
 static void check_links(void)
@@ -810,6 +856,7 @@ int main(int argc, char **argv)
 		check_holes();
 		check_seek_falloc();
 		check_append();
+		check_open_trunc();
 		check_links();
 		check_unlinked_open();
 		check_rename();

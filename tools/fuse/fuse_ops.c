@@ -71,11 +71,16 @@ static double timeout_of(const struct cairn_ns_entry *e)
 	return (e->flags & CAIRN_NS_E_IMMUTABLE) ? RO_TIMEOUT : RW_TIMEOUT;
 }
 
+static double attr_timeout_of(const struct cairn_ns_entry *e)
+{
+	return (e->flags & CAIRN_NS_E_VOLATILE) ? 0.0 : timeout_of(e);
+}
+
 static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe)
 {
 	memset(fe, 0, sizeof(*fe));
 	fe->ino = e->node;
-	fe->attr_timeout = timeout_of(e);
+	fe->attr_timeout = attr_timeout_of(e);
 	fe->entry_timeout = timeout_of(e);
 	to_stat(&e->st, &fe->attr);
 }
@@ -160,7 +165,7 @@ static void cairn_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_
 		return;
 	}
 	to_stat(&e.st, &st);
-	fuse_reply_attr(req, &st, timeout_of(&e));
+	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
 
 static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -219,7 +224,7 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 		cairn_ns_getattr(ctx_of(req)->ns, ino, &e); /* the ctime may have moved */
 	}
 	to_stat(&e.st, &st);
-	fuse_reply_attr(req, &st, timeout_of(&e));
+	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
 
 static void cairn_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -303,11 +308,13 @@ static void cairn_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *nam
 static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cairn_fuse_file *f = calloc(1, sizeof(*f));
+	struct cairn_cred cred;
 	int rc;
 
 	if (!f)
 		return -ENOMEM;
-	rc = cairn_ns_open(ctx_of(req)->ns, ino, fi->flags, &f->ns_fh);
+	cred_of(req, &cred);
+	rc = cairn_ns_open(ctx_of(req)->ns, ino, fi->flags, &cred, &f->ns_fh);
 	if (rc) {
 		free(f);
 		return rc;

@@ -211,8 +211,8 @@ static void test_readonly(void **state)
 	assert_true(e.flags & CAIRN_NS_E_IMMUTABLE);
 	assert_int_equal(cairn_image_resolve(fx->img, "/etc/motd", 0, &ino), 0);
 	assert_int_equal(e.st.ino, ino);
-	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &fh), -EROFS);
-	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, &fh), 0);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, NULL, &fh), -EROFS);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, NULL, &fh), 0);
 	cairn_ns_release(ns, e.node, fh);
 	assert_int_equal(cairn_ns_write(ns, e.node, "x", 1, 0, 0, &root), -EROFS);
 	release_entry(ns, &e);
@@ -280,7 +280,7 @@ static void test_overlay(void **state)
 	/* copy-up on open for writing keeps the inode number */
 	assert_int_equal(walk(ns, "/etc/motd", &e), 0);
 	ino = e.st.ino;
-	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &fh), 0);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, NULL, &fh), 0);
 	assert_int_equal(cairn_ns_write(ns, e.node, "CHANGED!", 8, 0, 0, &root), 8);
 	cairn_ns_release(ns, e.node, fh);
 	assert_int_equal(cairn_ns_getattr(ns, e.node, &f), 0);
