@@ -49,7 +49,12 @@ struct cairn_ns;
 struct cairn_ns_config {
 	struct cairn_image *image;   /* lower tree; NULL only with CAIRN_NS_EMPTY; not owned */
 	unsigned flags;              /* CAIRN_NS_* */
-	const char *tmp_paths;       /* ':'-separated absolute paths, or NULL */
+	/* ':'-separated absolute paths, or NULL. Each may not be "/", nor hold "."
+	 * or ".." (-EINVAL), nor name or pass through a non-directory of the image
+	 * (-ENOTDIR: a RAM directory there would hide it). */
+	const char *tmp_paths;
+	char *err_path;              /* when a tmp path fails, it is copied here; may be NULL */
+	size_t err_path_size;
 	struct cairn_ramfs_config ram; /* limits of the RAM layer */
 };
 

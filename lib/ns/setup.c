@@ -81,7 +81,9 @@ static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
 				rc = cairn_image_stat(ns->img, child, &ls);
 			if (rc == 0 && S_ISDIR(ls.mode))
 				low = child;
-			else if (rc == 0 || rc == -ENOENT)
+			else if (rc == 0)
+				return -ENOTDIR; /* a RAM directory would hide the image's file */
+			else if (rc == -ENOENT)
 				have_low = 0;
 			else
 				return rc;
@@ -102,13 +104,22 @@ static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
 	return 0;
 }
 
-static int add_tmp_paths(struct cairn_ns *ns, const char *paths)
+/* On failure the path at fault goes to cfg->err_path. */
+static int add_tmp_paths(struct cairn_ns *ns, const struct cairn_ns_config *cfg)
 {
+	const char *paths = cfg->tmp_paths;
+
 	while (*paths) {
 		const char *end = strchr(paths, ':');
 		size_t len = end ? (size_t)(end - paths) : strlen(paths);
 		int rc = len ? add_tmp_path(ns, paths, len) : 0;
 
+		if (rc && cfg->err_path && cfg->err_path_size) {
+			size_t n = len < cfg->err_path_size - 1 ? len : cfg->err_path_size - 1;
+
+			memcpy(cfg->err_path, paths, n);
+			cfg->err_path[n] = 0;
+		}
 		if (rc)
 			return rc;
 		paths += len;
@@ -189,7 +200,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	if (!rc && ns->img && ns->ram)
 		ns_node_add(ns, ns->root, 1);
 	if (!rc && has_tmp && !empty)
-		rc = add_tmp_paths(ns, cfg->tmp_paths);
+		rc = add_tmp_paths(ns, cfg);
 	if (rc)
 		goto fail;
 	*out = ns;
