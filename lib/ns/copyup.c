@@ -2,7 +2,8 @@
 /*
  * Copying image objects into RAM for the overlay: data, metadata and xattrs,
  * parents first. (tmp= subtrees are seeded by cairn_ramfs_copy_from_image.)
- * Copies run as root; owners and modes are then set from the image, after the
+ * Copies run as root with no credentials (an exact copy: no umask, no default
+ * ACL inherited); owners and modes are then set from the image, after the
  * data, so writing never clears setuid bits the image had.
  */
 #include <errno.h>
@@ -14,7 +15,6 @@
 
 #define COPY_CHUNK (1u << 20)
 
-static const struct cairn_cred root_cred = { 0, 0 };
 
 static int all_zero(const unsigned char *p, size_t n)
 {
@@ -49,7 +49,7 @@ static int copy_data(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper, 
 
 			if (!all_zero(buf + done, blk)) {
 				ssize_t w = cairn_ramfs_write(ns->ram, upper, buf + done, blk,
-							      off + done, 0, &root_cred);
+							      off + done, 0, NULL);
 				if (w < 0) {
 					rc = (int)w;
 					goto out;
@@ -116,7 +116,7 @@ static int make_object(struct cairn_ns *ns, const struct cairn_stat *ls, cairn_i
 
 	switch (ls->mode & S_IFMT) {
 	case S_IFDIR:
-		return cairn_ramfs_mkdir(ns->ram, updir, name, len, perm, &root_cred, st);
+		return cairn_ramfs_mkdir(ns->ram, updir, name, len, perm, NULL, st);
 	case S_IFLNK: {
 		char *target = malloc(PATH_MAX + 1);
 		ssize_t n;
@@ -130,15 +130,15 @@ static int make_object(struct cairn_ns *ns, const struct cairn_stat *ls, cairn_i
 			return (int)n;
 		}
 		target[n] = 0;
-		rc = cairn_ramfs_symlink(ns->ram, updir, name, len, target, &root_cred, st);
+		rc = cairn_ramfs_symlink(ns->ram, updir, name, len, target, NULL, st);
 		free(target);
 		return rc;
 	}
 	case S_IFREG:
-		return cairn_ramfs_mknod(ns->ram, updir, name, len, S_IFREG | perm, 0, &root_cred,
+		return cairn_ramfs_mknod(ns->ram, updir, name, len, S_IFREG | perm, 0, NULL,
 					 st);
 	default:
-		return cairn_ramfs_mknod(ns->ram, updir, name, len, ls->mode, ls->rdev, &root_cred,
+		return cairn_ramfs_mknod(ns->ram, updir, name, len, ls->mode, ls->rdev, NULL,
 					 st);
 	}
 }
@@ -183,7 +183,7 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 		sa.atime = ls.atime;
 		sa.mtime = ls.mtime;
 		sa.ctime = ls.ctime;
-		rc = cairn_ramfs_setattr(ns->ram, st->ino, &sa, &root_cred, st);
+		rc = cairn_ramfs_setattr(ns->ram, st->ino, &sa, NULL, st);
 	}
 	if (rc) {
 		cairn_ramfs_forget(ns->ram, st->ino, 1);

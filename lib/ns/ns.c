@@ -29,7 +29,6 @@
 #define NAME_MAX_LEN 255
 #define LOWER_COOKIE (1ull << 62)
 
-static const struct cairn_cred root_cred = { 0, 0 };
 
 /* ---- small helpers ---- */
 
@@ -202,7 +201,7 @@ static uint32_t entry_mode(const struct mentry *m)
 static int make_whiteout(struct cairn_ns *ns, cairn_ino_t dir, const char *name, size_t len)
 {
 	struct cairn_stat st;
-	int rc = cairn_ramfs_mknod(ns->ram, dir, name, len, NS_WHITEOUT_MODE, 0, &root_cred, &st);
+	int rc = cairn_ramfs_mknod(ns->ram, dir, name, len, NS_WHITEOUT_MODE, 0, NULL, &st);
 
 	if (rc == 0)
 		cairn_ramfs_forget(ns->ram, st.ino, 1);

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include "ns_internal.h"
 
-static const struct cairn_cred root_cred = { 0, 0 };
 
 /* Find or make directory `name` in RAM dir `up`, shaped after image dir `low`
  * when there is one (have_low), else with mode `mode`. *out gets its inode. */
@@ -28,7 +27,7 @@ static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, siz
 	if (have_low)
 		rc = ns_copy_object(ns, low, up, name, len, NS_KEEP_ALL, &st);
 	else
-		rc = cairn_ramfs_mkdir(ns->ram, up, name, len, mode, &root_cred, &st);
+		rc = cairn_ramfs_mkdir(ns->ram, up, name, len, mode, NULL, &st);
 	if (rc)
 		return rc;
 	cairn_ramfs_forget(ns->ram, st.ino, 1);

@@ -44,6 +44,7 @@ static void cred_of(fuse_req_t req, struct cairn_cred *c)
 
 	c->uid = fc->uid;
 	c->gid = fc->gid;
+	c->umask = fc->umask; /* the kernel leaves it to us (FUSE_CAP_DONT_MASK) */
 }
 
 static void to_stat(const struct cairn_stat *s, struct stat *st)
@@ -716,6 +717,13 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
+	/* POSIX ACLs enforced by the kernel (with default_permissions), read from
+	 * the system.posix_acl_* xattrs the image and the RAM fs keep. A new object
+	 * takes its directory's default ACL with the umask ignored, so the kernel
+	 * hands the umask over (DONT_MASK) and the RAM fs applies it when there is
+	 * no default ACL. */
+	if (conn->capable & FUSE_CAP_POSIX_ACL)
+		conn->want |= FUSE_CAP_POSIX_ACL | (FUSE_CAP_DONT_MASK & conn->capable);
 	/* Data changes only through this mount, and the kernel keeps its pages
 	 * right itself. With AUTO_INVAL_DATA it would drop a file's pages whenever
 	 * a GETATTR shows an mtime it has not seen, which every write-through

@@ -26,7 +26,7 @@ struct fixture {
 	struct cairn_image *img;
 };
 
-static const struct cairn_cred root = { 0, 0 };
+static const struct cairn_cred root = { 0, 0, 0 };
 
 static void put(const char *dir, const char *rel, const char *data)
 {
