@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev \
-libcmocka-dev libfuse3-dev fuse3 attr python3 libclang-rt-14-dev openjdk-17-jdk-headless libcap2-bin"
+libcmocka-dev libfuse3-dev fuse3 attr acl python3 libclang-rt-14-dev openjdk-17-jdk-headless libcap2-bin"
 case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
 qemu-utils python3 default-jdk-headless" ;;
