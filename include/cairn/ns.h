@@ -89,6 +89,11 @@ int cairn_ns_mkdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t l
 		   uint32_t mode, const struct cairn_cred *cred, struct cairn_ns_entry *e);
 int cairn_ns_symlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
 		     const char *target, const struct cairn_cred *cred, struct cairn_ns_entry *e);
+/* O_TMPFILE: a regular file in dir's RAM layer with no name (nlink 0), made as
+ * a file in dir would be (owner, default ACL, umask); cairn_ns_link can name it.
+ * -EROFS on the read-only part (an overlay copies dir up). */
+int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
+		     const struct cairn_cred *cred, struct cairn_ns_entry *e);
 int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const char *name,
 		  size_t len, struct cairn_ns_entry *e);
 int cairn_ns_unlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len);

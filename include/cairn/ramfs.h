@@ -115,6 +115,12 @@ int cairn_ramfs_mkdir(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name,
 		      uint32_t mode, const struct cairn_cred *cred, struct cairn_stat *st);
 int cairn_ramfs_symlink(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len,
 			const char *target, const struct cairn_cred *cred, struct cairn_stat *st);
+/* A regular file without a name (O_TMPFILE), made as a file in dir would be
+ * (owner, setgid, default ACL, umask): nlink 0 and one lookup reference, so it
+ * goes when forgotten and released, unless cairn_ramfs_link names it first. */
+int cairn_ramfs_tmpfile(struct cairn_ramfs *fs, cairn_ino_t dir, uint32_t mode,
+			const struct cairn_cred *cred, struct cairn_stat *st);
+/* Also names an inode from cairn_ramfs_tmpfile; other inodes with nlink 0 -ENOENT. */
 int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir,
 		     const char *name, size_t len, struct cairn_stat *st);
 int cairn_ramfs_unlink(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len);

@@ -463,6 +463,8 @@ static int do_create(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 	if (m.whiteout && S_ISDIR(st.mode))
 		ns_set_add(&ns->opaque, st.ino);
 	rc = get_node(ns, d, name, len, &st, 0, 0, st.mode, 0, &n);
+	if (rc == 0 && n->name_len == 0) /* an O_TMPFILE node named at last */
+		rc = ns_node_rename(ns, n, d, name, len);
 	if (rc == 0)
 		rc = give_entry(ns, n, e);
 out:
@@ -505,6 +507,27 @@ int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const cha
 	if (a.src->type == S_IFDIR)
 		return -EPERM;
 	return do_create(ns, newdir, name, len, &a, e);
+}
+
+int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
+		     const struct cairn_cred *cred, struct cairn_ns_entry *e)
+{
+	struct ns_node *d = ns_node_get(ns, dir), *n;
+	struct cairn_stat st;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&ns->lock);
+	rc = d->type == S_IFDIR ? prep_write(ns, d) : -ENOTDIR;
+	if (!rc)
+		rc = cairn_ramfs_tmpfile(ns->ram, d->upper, mode, cred, &st);
+	/* A node with no name yet: link() gives it one (do_create). */
+	if (!rc)
+		rc = get_node(ns, d, "", 0, &st, 0, 0, st.mode, 0, &n);
+	if (!rc)
+		rc = give_entry(ns, n, e);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
 }
 
 /* ---- removing names ---- */

@@ -467,6 +467,26 @@ int cairn_ramfs_symlink(struct cairn_ramfs *fs, cairn_ino_t dir, const char *nam
 	return create_obj(fs, dir, name, len, &o, cred, st);
 }
 
+int cairn_ramfs_tmpfile(struct cairn_ramfs *fs, cairn_ino_t dir, uint32_t mode,
+			const struct cairn_cred *cred, struct cairn_stat *st)
+{
+	struct ramfs_inode *d, *n;
+	int err;
+
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	err = get_live_dir(fs, dir, &d);
+	if (!err)
+		err = new_inode_in(fs, d, S_IFREG | (mode & 07777), cred, &n);
+	if (!err) {
+		n->linkable = true;
+		ramfs_ref(n, 1); /* the caller's lookup reference: no name */
+		if (st)
+			ramfs_fill_stat(fs, n, st);
+	}
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return err;
+}
+
 int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir,
 		     const char *name, size_t len, struct cairn_stat *st)
 {
@@ -484,7 +504,7 @@ int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir
 		err = -EEXIST;
 	if (!err && S_ISDIR(n->type))
 		err = -EPERM;
-	if (!err && n->nlink == 0)
+	if (!err && n->nlink == 0 && !n->linkable)
 		err = -ENOENT;
 	if (!err && n->nlink >= UINT32_MAX - 1)
 		err = -EMLINK;
@@ -493,6 +513,7 @@ int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir
 	if (!err) {
 		ramfs_ref(n, 2);
 		ramfs_now(&now);
+		n->linkable = false; /* named once: from now on as any inode */
 		node_nlink(n, 1, &now);
 		dir_touch(d, 1, 0, &now);
 		if (st)

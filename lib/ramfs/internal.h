@@ -89,6 +89,7 @@ struct ramfs_inode {
 	uint32_t mode, nlink, uid, gid;
 	uint64_t size, rdev;
 	uint64_t nchunks;               /* allocated chunks (st_blocks) */
+	bool linkable;                  /* O_TMPFILE: nlink 0, yet link() may name it */
 	struct cairn_time atime, mtime, ctime;
 	struct ramfs_xattr *xattrs;
 	union {

@@ -374,8 +374,11 @@ static void cairn_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *nam
 	int rc;
 
 	cred_of(req, &cred);
-	rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777), 0, &cred,
-			    &e);
+	if (!strcmp(name, CAIRN_FUSE_TMPFILE_NAME)) /* FUSE_TMPFILE (killpriv.c) */
+		rc = cairn_ns_tmpfile(cf->ns, parent, mode & 07777, &cred, &e);
+	else
+		rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777),
+				    0, &cred, &e);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) /* made meanwhile: open it */
 		rc = cairn_ns_lookup(cf->ns, parent, name, strlen(name), &e);
 	if (rc) {
