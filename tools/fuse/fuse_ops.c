@@ -725,6 +725,10 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	 * takes its directory's default ACL with the umask ignored, so the kernel
 	 * hands the umask over (DONT_MASK) and the RAM fs applies it when there is
 	 * no default ACL. */
+	/* open(O_TRUNC) reaches OPEN, where cairn_ns_open truncates (an image
+	 * file then copies up without its data); without it the kernel would send a
+	 * SETATTR, which cairn_ns_setattr handles as well. */
+	conn->want |= FUSE_CAP_ATOMIC_O_TRUNC & conn->capable;
 	if (conn->capable & FUSE_CAP_POSIX_ACL)
 		conn->want |= FUSE_CAP_POSIX_ACL | (FUSE_CAP_DONT_MASK & conn->capable);
 	/* Data changes only through this mount, and the kernel keeps its pages
