@@ -85,6 +85,7 @@ umnt "$M"
 # A copy-up that does not fit gives ENOSPC and leaves the image's file visible.
 head -c 3000000 /dev/urandom > "$WORK/rnd"
 mkdir -p "$WORK/src2" && cp "$WORK/rnd" "$WORK/src2/big" && touch -d @1000000000 "$WORK/src2/big"
+cp "$WORK/rnd" "$WORK/src2/big2"
 "$CAIRN" mkfs -q "$WORK/src2" "$WORK/img2.cairn" || fail "mkfs 2"
 mnt "$M" "$WORK/img2.cairn" -o overlay,size=1M || fail "mount size=1M"
 ( echo more >> "$M/big" ) 2>"$WORK/err" && fail "copy-up of 3 MB fit in 1 MB"
@@ -97,6 +98,9 @@ old_mtime=$(stat -c %Y "$M/big")
 echo hi > "$M/big" || fail "O_TRUNC of a 3 MB image file in 1 MB of RAM"
 [ "$(cat "$M/big")" = hi ] || fail "O_TRUNC copy-up content: $(head -c 20 "$M/big" | od -c | head -2)"
 [ "$(stat -c %Y "$M/big")" -gt "$old_mtime" ] && [ "$(stat -c %Z "$M/big")" -gt "$old_mtime" ] || fail "O_TRUNC copy-up kept the image's mtime"
+# truncate(2) (a SETATTR size) copies up only the data it keeps.
+python3 -c "import os; os.truncate('$M/big2', 5000)" || fail "truncate(2) of a 3 MB image file to 5000 bytes in 1 MB of RAM"
+head -c 5000 "$WORK/rnd" | cmp - "$M/big2" || fail "data kept by a truncating copy-up"
 umnt "$M"
 
 # Hard links in the image: writing one name copies up that name alone, which

@@ -317,6 +317,15 @@ static void test_overlay_trunc_links_tmpfile(void **state)
 	assert_int_equal(e.st.size, 0);
 	cairn_ns_release(ns, e.node, fh);
 	release_entry(ns, &e);
+	/* the same for a truncation */
+	assert_int_equal(walk(ns, "/etc/conf/a", &e), 0);
+	{
+		struct cairn_setattr sa = { .valid = CAIRN_SET_SIZE, .size = 0 };
+
+		assert_int_equal(cairn_ns_setattr(ns, e.node, &sa, &root, &e), 0);
+	}
+	assert_int_equal(e.st.size, 0);
+	release_entry(ns, &e);
 	cairn_ns_free(ns);
 
 	c.ram.size_limit = 0;
