@@ -8,7 +8,9 @@
  *
  * Locking: ns->lock guards the node tables, node links and every tree change.
  * Lookups and reads do their layer IO without it (the layers are thread-safe and
- * a node's layers only ever gain an upper inode, published atomically).
+ * a node's layers only ever gain an upper inode, published atomically). A file's
+ * copy-up copies its data without it too (copyup.c): only users of that file
+ * wait, and a rename that meets one starts over once it is done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -366,7 +368,7 @@ static int prep_write_keep(struct cairn_ns *ns, struct ns_node *n, uint64_t keep
 {
 	if (!writable(ns, n))
 		return -EROFS;
-	return ns_copy_up(ns, n, keep);
+	return ns_copy_up(ns, n, keep, 1);
 }
 
 static int prep_write(struct cairn_ns *ns, struct ns_node *n)
@@ -689,7 +691,7 @@ static int copy_up_entry(struct cairn_ns *ns, struct ns_node *d, const char *nam
 		return -EXDEV;
 	n = ns_table_find_lower(ns, m->lower);
 	if (n && n->parent == d && n->name_len == len && !memcmp(n->name, name, len)) {
-		rc = ns_copy_up(ns, n, NS_KEEP_ALL);
+		rc = ns_copy_up(ns, n, NS_KEEP_ALL, 0); /* the rename's checks must stay true */
 		if (rc)
 			return rc;
 		rc = cairn_ramfs_getattr(ns->ram, n->upper, &m->ust);
@@ -824,8 +826,10 @@ int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, s
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&ns->lock);
-	rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen, ns_node_get(ns, newdir),
-		       newname, newlen, flags);
+	/* -EAGAIN: a file it moves is being copied up; nothing changed yet. */
+	while ((rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen,
+			       ns_node_get(ns, newdir), newname, newlen, flags)) == -EAGAIN)
+		pthread_cond_wait(&ns->copy_done, &ns->lock);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }

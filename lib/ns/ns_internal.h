@@ -27,6 +27,9 @@ struct ns_node {
 	unsigned tmp : 1;           /* inside a RAM subtree of a tmp= namespace */
 	unsigned keyed_lower : 1;   /* in the lower table */
 	unsigned keyed_upper : 1;   /* in the upper table */
+	/* A copy-up of it runs without the lock (copyup.c). Not a bit field: the
+	 * bits above are read without the lock, so no word they share may change. */
+	int copying;
 	struct ns_node *next_lower, *next_upper; /* hash chains */
 	struct ns_node *all_prev, *all_next;     /* every node, for teardown */
 };
@@ -47,6 +50,7 @@ struct ns_set {
 
 struct cairn_ns {
 	pthread_mutex_t lock;       /* node tables, node links, every tree change */
+	pthread_cond_t copy_done;   /* a node's `copying` went back to 0 (with lock) */
 	struct cairn_image *img;    /* NULL when empty */
 	struct cairn_ramfs *ram;    /* NULL when read-only */
 	int overlay;                /* whole tree writable */
@@ -105,8 +109,12 @@ int ns_set_inc(struct ns_set *s, uint64_t key);
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
 		   size_t len, uint64_t keep, struct cairn_stat *st);
 /* Give n an upper inode (parents first), copying data below `keep` (see above).
- * -EROFS when the namespace forbids it. */
-int ns_copy_up(struct cairn_ns *ns, struct ns_node *n, uint64_t keep);
+ * -EROFS when the namespace forbids it. Lock held. With may_unlock, a regular
+ * file's data is copied with the lock dropped meanwhile (so the caller must hold
+ * no state the lock guards across the call), and a copy-up of n already running
+ * is waited for; without it, the copy runs under the lock and a running one
+ * gives -EAGAIN (wait on ns->copy_done and start over). */
+int ns_copy_up(struct cairn_ns *ns, struct ns_node *n, uint64_t keep, int may_unlock);
 /* An image file with several names loses one of them (copy-up, unlink, rename
  * over it): its other names show one link less. Lock held. */
 int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls);

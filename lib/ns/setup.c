@@ -166,6 +166,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	if (!ns)
 		return -ENOMEM;
 	pthread_mutex_init(&ns->lock, NULL);
+	pthread_cond_init(&ns->copy_done, NULL);
 	ns->img = empty ? NULL : cfg->image;
 	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
 	rc = ns_table_init(&ns->lower_tab);
@@ -226,6 +227,7 @@ void cairn_ns_free(struct cairn_ns *ns)
 	ns_set_destroy(&ns->opaque);
 	ns_set_destroy(&ns->gone_links);
 	free(ns->tmp_roots);
+	pthread_cond_destroy(&ns->copy_done);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }
