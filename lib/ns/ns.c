@@ -31,7 +31,6 @@
 #define NAME_MAX_LEN 255
 #define LOWER_COOKIE (1ull << 62)
 
-
 /* ---- small helpers ---- */
 
 static int is_whiteout(const struct cairn_stat *st)
@@ -353,7 +352,6 @@ void cairn_ns_hold(struct cairn_ns *ns, uint64_t node)
 int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *e)
 {
 	struct ns_node *n = ns_node_get(ns, node);
-
 	int rc;
 
 	memset(e, 0, sizeof(*e));
