@@ -11,7 +11,12 @@
  *               (data, metadata, xattrs, parents first) the first time it is
  *               changed; deletions leave whiteouts; a directory removed and made
  *               again is opaque. Renaming a directory that exists in the image
- *               gives -EXDEV, as overlayfs does without redirect_dir.
+ *               gives -EXDEV, as overlayfs does without redirect_dir. One name
+ *               of an image file with several hard links copies up alone and
+ *               gets an inode number of its own; the names left show the image's
+ *               inode with the link count they still have. A file's data is
+ *               copied without the namespace lock, into a nameless RAM file that
+ *               takes the name when complete.
  *   empty       RAM only, like tmpfs.
  *
  * Objects are named by node ids, which is what FUSE calls inode numbers: the
