@@ -3,7 +3,7 @@
 # Run as root it installs what is missing; otherwise it only reports.
 set -eu
 
-PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev \
+PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev libssl-dev \
 libcmocka-dev libfuse3-dev fuse3 attr python3 libclang-rt-14-dev openjdk-17-jdk-headless libcap2-bin"
 case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \

@@ -40,6 +40,9 @@ struct cairn_mkfs_opts {
 	size_t exclude_count;
 	const char *order_file;     /* NULL or a file of in-image paths (data order) */
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
+	int no_verity;              /* no digest table, no root digest (docs/FORMAT.md
+				     * "Verification"); readers then check metadata only */
+	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 16 (64 KiB) */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -90,6 +93,9 @@ struct cairn_mkfs_stats {
 	uint64_t inline_files, sparse_files, dedup_files, dedup_bytes;
 	uint64_t data_bytes;        /* logical bytes of all regular files */
 	uint64_t image_size, meta_len, data_len, hot_len;
+	int verity;                 /* the image has digests and this root digest: */
+	uint8_t root[32];           /*   SHA-256 of block 0 (cairn_digest_format()) */
+	uint64_t table_len;         /* bytes of the digest table region */
 };
 void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *out);
 
