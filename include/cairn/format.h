@@ -177,7 +177,7 @@ struct cairn_disk_extent {
 #define CAIRN_VERITY_DIGEST_LEN 32u
 #define CAIRN_VERITY_SHIFT_MIN  12u   /* granules of 4 KiB .. 16 MiB */
 #define CAIRN_VERITY_SHIFT_MAX  24u
-#define CAIRN_VERITY_SHIFT_DEFAULT 16u /* mkfs: 64 KiB, a divisor of the cache segment */
+#define CAIRN_VERITY_SHIFT_DEFAULT 17u /* mkfs: 128 KiB, the default cache segment */
 struct cairn_disk_verity_super {
 	uint32_t hash_alg;          /* CAIRN_VERITY_SHA256 */
 	uint32_t granule_shift;     /* log2 of the granule size */

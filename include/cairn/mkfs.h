@@ -42,7 +42,7 @@ struct cairn_mkfs_opts {
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
 	int no_verity;              /* no digest table, no root digest (docs/FORMAT.md
 				     * "Verification"); readers then check metadata only */
-	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 16 (64 KiB) */
+	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 17 (128 KiB) */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every

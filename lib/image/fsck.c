@@ -451,14 +451,20 @@ long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb r
 		goto out;
 	}
 	rc = check_block0(&f);
+	/* First, so that a bad granule is named here: the checks after this read
+	 * through the verify device, where it is only an error. */
+	if (!rc && (flags & CAIRN_FSCK_DIGESTS))
+		rc = check_digests(&f);
 	if (!rc)
 		rc = check_checksums(&f);
 	if (!rc)
 		rc = check_inodes(&f);
 	if (!rc)
 		rc = check_tree(&f);
-	if (!rc && (flags & CAIRN_FSCK_DIGESTS))
-		rc = check_digests(&f);
+	if (rc == -CAIRN_EDIGEST) {
+		problem(&f, "checks stopped at bytes that do not match the digests");
+		rc = 0;
+	}
 out:
 	free(f.refs);
 	free(f.subdirs);

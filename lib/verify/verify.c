@@ -8,7 +8,8 @@
  * table region are then served from those checked copies, never from below.
  * Every other read is widened to whole granules, hashed and compared. The
  * segment cache above asks for whole segments, and a granule divides the segment
- * size (64 KiB against 128 KiB by default), so widening costs nothing there.
+ * size (both 128 KiB by default), so widening costs nothing there, and a bad
+ * granule fails exactly the segment that holds it.
  * Nothing is kept: a bad granule gives -CAIRN_EDIGEST now and is fetched again
  * on the next read (a torn or stale copy from a proxy may be right next time).
  */
