@@ -148,7 +148,7 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	int rc;
 
 	if (dev_size < CAIRN_BLOCK_SIZE)
-		return WHY(-CAIRN_ECORRUPT, "too short for a cairn image (%llu bytes)",
+		return WHY(-CAIRN_ECORRUPT, "too short for a superblock (%llu bytes)",
 			   (unsigned long long)dev_size);
 	buf = malloc(head);
 	if (!buf)
