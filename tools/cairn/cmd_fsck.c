@@ -61,6 +61,8 @@ int cmd_fsck(int argc, char **argv)
 	struct cli_image_opts o;
 	struct cairn_image *img;
 	struct cairn_verify_config pinned;
+	uint8_t root[CAIRN_DIGEST_LEN];
+	int verity;
 	struct report r;
 	int npos, rc, data = 0, quiet = 0;
 	long problems;
@@ -86,6 +88,7 @@ int cmd_fsck(int argc, char **argv)
 	if (!img)
 		return FSCK_EXIT_UNREADABLE;
 	r.image = pos[0];
+	verity = cairn_image_root_digest(img, root) == 0;
 	problems = cairn_image_fsck(img, (data ? CAIRN_FSCK_DATA : 0) | CAIRN_FSCK_DIGESTS, report,
 				    &r);
 	if (problems >= 0 && pinned.has_root && root_differs(img, pinned.root, pos[0]))
@@ -101,7 +104,7 @@ int cmd_fsck(int argc, char **argv)
 		return FSCK_EXIT_PROBLEMS;
 	}
 	if (!quiet)
-		printf("%s: clean%s\n", pos[0], data ? " (structures, checksums and file data)" :
-						       " (structures and checksums)");
+		printf("%s: clean (structures, checksums%s%s)\n", pos[0],
+		       verity ? ", digests" : "", data ? " and file data" : "");
 	return FSCK_EXIT_CLEAN;
 }
