@@ -135,6 +135,59 @@ uint64_t cairn_verity_granule_len(const struct cairn_verity *v, uint64_t g)
 	return v->image_size - off < v->granule ? v->image_size - off : v->granule;
 }
 
+#define TABLE_IO (1u << 20)
+
+/* Hashes table bytes [pos, pos+n) (region offsets) and keeps the entry bytes. */
+static int table_piece(EVP_MD_CTX *ctx, const struct cairn_verity *v, uint8_t *entries,
+		       const uint8_t *p, uint64_t pos, size_t n)
+{
+	uint64_t elen = v->granule_count * CAIRN_DIGEST_LEN;
+
+	if (pos < elen)
+		memcpy(entries + pos, p, (size_t)(elen - pos < n ? elen - pos : n));
+	return EVP_DigestUpdate(ctx, p, n) ? 0 : -ENOMEM;
+}
+
+int cairn_verity_read_table(struct cairn_bdev *dev, const struct cairn_verity *v,
+			    const uint8_t *head, size_t head_len, uint8_t **out)
+{
+	uint64_t elen = v->granule_count * CAIRN_DIGEST_LEN, pos = 0;
+	uint8_t *entries = malloc(elen ? (size_t)elen : 1), *buf = NULL;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint8_t d[CAIRN_DIGEST_LEN];
+	int rc = entries && ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : -ENOMEM;
+
+	if (!rc && v->table_off < head_len) {
+		size_t n = head_len - v->table_off < v->table_len ? head_len - (size_t)v->table_off
+								   : (size_t)v->table_len;
+
+		rc = table_piece(ctx, v, entries, head + v->table_off, 0, n);
+		pos = n;
+	}
+	if (!rc && pos < v->table_len && !(buf = malloc(TABLE_IO)))
+		rc = -ENOMEM;
+	while (!rc && pos < v->table_len) {
+		size_t n = v->table_len - pos < TABLE_IO ? (size_t)(v->table_len - pos) : TABLE_IO;
+
+		rc = cairn_bdev_read_full(dev, buf, n, v->table_off + pos);
+		if (!rc)
+			rc = table_piece(ctx, v, entries, buf, pos, n);
+		pos += n;
+	}
+	if (!rc && !EVP_DigestFinal_ex(ctx, d, NULL))
+		rc = -ENOMEM;
+	if (!rc && memcmp(d, v->table_digest, CAIRN_DIGEST_LEN))
+		rc = -CAIRN_ECORRUPT;
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	if (rc) {
+		free(entries);
+		entries = NULL;
+	}
+	*out = entries;
+	return rc;
+}
+
 /* Bytes [lo, hi) of the image that the granules count as zeros, in order. */
 static int excluded(const struct cairn_verity *v, unsigned i, uint64_t *lo, uint64_t *hi)
 {

@@ -37,22 +37,6 @@ static void problem(struct scan *s, const char *fmt, ...)
 	s->report(s->ctx, msg);
 }
 
-static int read_table(struct cairn_bdev *dev, const struct cairn_verity *v, uint8_t **out)
-{
-	uint8_t *t = malloc(v->table_len ? (size_t)v->table_len : 1);
-	int rc;
-
-	if (!t)
-		return -ENOMEM;
-	rc = cairn_bdev_read_full(dev, t, (size_t)v->table_len, v->table_off);
-	if (rc) {
-		free(t);
-		return rc;
-	}
-	*out = t;
-	return 0;
-}
-
 static int scan_granules(struct cairn_bdev *dev, struct scan *s, uint8_t *buf)
 {
 	const struct cairn_verity *v = s->v;
@@ -85,7 +69,7 @@ static int scan_granules(struct cairn_bdev *dev, struct scan *s, uint8_t *buf)
 long cairn_verify_scan(struct cairn_bdev *dev, uint8_t root[CAIRN_DIGEST_LEN],
 		       cairn_verify_report_cb report, void *ctx)
 {
-	uint8_t block0[CAIRN_BLOCK_SIZE], d[CAIRN_DIGEST_LEN];
+	uint8_t block0[CAIRN_BLOCK_SIZE];
 	struct scan s = { NULL, NULL, report, ctx, 0 };
 	struct cairn_verity v;
 	uint8_t *table = NULL, *buf = NULL;
@@ -107,15 +91,16 @@ long cairn_verify_scan(struct cairn_bdev *dev, uint8_t root[CAIRN_DIGEST_LEN],
 			(unsigned long long)cairn_bdev_size(dev), (unsigned long long)v.image_size);
 		return s.problems;
 	}
-	rc = read_table(dev, &v, &table);
+	rc = cairn_verity_read_table(dev, &v, NULL, 0, &table);
+	if (rc == -CAIRN_ECORRUPT) {
+		problem(&s, "digest table does not match its digest in block 0");
+		return s.problems;
+	}
 	if (rc)
 		return rc;
 	s.v = &v;
 	s.table = table;
-	cairn_sha256(table, (size_t)v.table_len, d);
-	if (memcmp(d, v.table_digest, CAIRN_DIGEST_LEN))
-		problem(&s, "digest table does not match its digest in block 0");
-	else if (!(buf = malloc(SCAN_IO)))
+	if (!(buf = malloc(SCAN_IO)))
 		rc = -ENOMEM;
 	else
 		rc = scan_granules(dev, &s, buf);

@@ -21,13 +21,13 @@
 #include <cairn/error.h>
 #include "verify/verify_int.h"
 
-#define HEAD_READ (256u << 10) /* block 0 + the table of an image up to ~500 MiB */
+#define HEAD_READ (256u << 10) /* block 0 + the table of an image up to ~1 GiB */
 
 struct verify_dev {
 	struct cairn_bdev base;
 	struct cairn_verity v;
 	uint8_t block0[CAIRN_BLOCK_SIZE];
-	uint8_t *table;                 /* table_len bytes, checked */
+	uint8_t *table;                 /* the granule_count entries, checked */
 	uint8_t root[CAIRN_DIGEST_LEN];
 	_Atomic uint64_t granules, bytes, mismatches, first_bad;
 };
@@ -64,21 +64,28 @@ static int check_granules(struct verify_dev *vd, const uint8_t *buf, uint64_t lo
 }
 
 /* Overwrite the parts of [off, off+len) in buf that are block 0 or the table
- * with the checked copies (the granule rule counts them as zeros). */
+ * region with the checked copies (the granule rule counts them as zeros): the
+ * table's entries, then the zeros that table_digest proved the rest to be. */
 static void patch_checked(struct verify_dev *vd, uint8_t *buf, size_t len, uint64_t off)
 {
+	uint64_t elen = vd->v.granule_count * CAIRN_DIGEST_LEN;
 	const struct {
 		uint64_t lo, hi;
 		const uint8_t *src;
-	} r[2] = { { 0, CAIRN_BLOCK_SIZE, vd->block0 },
-		   { vd->v.table_off, vd->v.table_off + vd->v.table_len, vd->table } };
+	} r[3] = { { 0, CAIRN_BLOCK_SIZE, vd->block0 },
+		   { vd->v.table_off, vd->v.table_off + elen, vd->table },
+		   { vd->v.table_off + elen, vd->v.table_off + vd->v.table_len, NULL } };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		uint64_t lo = off > r[i].lo ? off : r[i].lo;
 		uint64_t hi = off + len < r[i].hi ? off + len : r[i].hi;
 
-		if (lo < hi)
+		if (lo >= hi)
+			continue;
+		if (r[i].src)
 			memcpy(buf + (lo - off), r[i].src + (lo - r[i].lo), (size_t)(hi - lo));
+		else
+			memset(buf + (lo - off), 0, (size_t)(hi - lo));
 	}
 }
 
@@ -144,7 +151,6 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	uint64_t dev_size = cairn_bdev_size(below);
 	size_t head = dev_size < HEAD_READ ? (size_t)dev_size : HEAD_READ;
 	uint8_t *buf;
-	uint64_t tend;
 	int rc;
 
 	if (dev_size < CAIRN_BLOCK_SIZE)
@@ -172,37 +178,15 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 		rc = WHY(-CAIRN_ECORRUPT, "image is truncated: %llu bytes on the device, the "
 			 "superblock says %llu", (unsigned long long)dev_size,
 			 (unsigned long long)vd->v.image_size);
-	/* The table is bounded by the image size, which the device holds. */
-	if (!rc && !(vd->table = malloc(vd->v.table_len ? (size_t)vd->v.table_len : 1)))
-		rc = -ENOMEM;
-	if (rc) {
-		free(buf);
-		return rc;
-	}
-	tend = vd->v.table_off + vd->v.table_len;
-	if (tend <= head) {
-		memcpy(vd->table, buf + vd->v.table_off, (size_t)vd->v.table_len);
-	} else {
-		uint64_t have = vd->v.table_off < head ? head - vd->v.table_off : 0;
-
-		memcpy(vd->table, buf + vd->v.table_off, (size_t)have);
-		rc = cairn_bdev_read_full(below, vd->table + have, (size_t)(vd->v.table_len - have),
-					  vd->v.table_off + have);
-		if (rc)
-			rc = WHY(rc, "cannot read the digest table: %s", cairn_strerror(rc));
+	if (!rc) {
+		rc = cairn_verity_read_table(below, &vd->v, buf, head, &vd->table);
+		if (rc == -CAIRN_ECORRUPT)
+			snprintf(why, why_len, "digest table does not match its digest in block 0");
+		else if (rc)
+			snprintf(why, why_len, "cannot read the digest table: %s", cairn_strerror(rc));
 	}
 	free(buf);
 	return rc;
-}
-
-static int check_table(struct verify_dev *vd, char *why, size_t why_len)
-{
-	uint8_t d[CAIRN_DIGEST_LEN];
-
-	cairn_sha256(vd->table, (size_t)vd->v.table_len, d);
-	if (memcmp(d, vd->v.table_digest, CAIRN_DIGEST_LEN))
-		return WHY(-CAIRN_ECORRUPT, "digest table does not match its digest in block 0");
-	return 0;
 }
 
 int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_config *cfg,
@@ -220,8 +204,6 @@ int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_co
 	if (!vd)
 		return -ENOMEM;
 	rc = load_head(vd, below, cfg, why, why_len);
-	if (!rc)
-		rc = check_table(vd, why, why_len);
 	if (rc) {
 		/* Without digests a pinned root cannot match: refuse, naming the root. */
 		if (rc == -ENODATA && cfg && cfg->has_root)

@@ -34,6 +34,15 @@ uint64_t cairn_verity_granule_len(const struct cairn_verity *v, uint64_t g);
  * of block 0 and of the table region counted as zeros. */
 void cairn_verity_granule_digest(const struct cairn_verity *v, uint64_t g, const uint8_t *bytes,
 				 uint8_t out[CAIRN_DIGEST_LEN]);
+/* Reads the table region from dev (the first head_len bytes of the image may be
+ * given in head, so they are not read again), checks it against table_digest,
+ * and returns its granule_count entries in *entries (malloc'd: granule_count *
+ * 32 bytes, at most 1/128 of the image, whatever table_len claims; the rest of
+ * the region is only hashed). -CAIRN_ECORRUPT when the digest does not match
+ * (*entries is then NULL). */
+int cairn_verity_read_table(struct cairn_bdev *dev, const struct cairn_verity *v,
+			    const uint8_t *head, size_t head_len, uint8_t **entries);
+
 /* Fills the verity record (host values in v, table_digest included) and its hash. */
 void cairn_verity_encode(const struct cairn_verity *v, struct cairn_disk_verity_super *out);
 
