@@ -62,6 +62,10 @@ int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_co
  * through `below`); -EINVAL when there is none. */
 int cairn_bdev_verify_stats(struct cairn_bdev *dev, struct cairn_verify_stats *out);
 int cairn_bdev_verify_root(struct cairn_bdev *dev, uint8_t out[CAIRN_DIGEST_LEN]);
+/* The checked bytes [0, *len) the open read (whole granules), handed over once:
+ * the caller owns *buf (free()) and may give it to cairn_cache_prime(), so they
+ * are not read again. -ENODATA when there are none (or they were taken). */
+int cairn_bdev_verify_take_head(struct cairn_bdev *dev, void **buf, size_t *len);
 /* The verify device of a stack (dev or below it), or NULL. */
 struct cairn_bdev *cairn_bdev_verify_find(struct cairn_bdev *dev);
 

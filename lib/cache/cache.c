@@ -563,6 +563,39 @@ void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
 	seg_vec_free(&v);
 }
 
+void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t end = off + len, first, stop;
+	struct seg_vec v;
+
+	if (c->passthrough || off >= c->dev_size || len == 0)
+		return;
+	if (end > c->dev_size)
+		end = c->dev_size;
+	/* Whole segments only; the device's last one may be short. */
+	first = (off + c->seg_size - 1) >> c->seg_shift;
+	stop = end == c->dev_size ? (end + c->seg_size - 1) >> c->seg_shift : end >> c->seg_shift;
+	if (first >= stop)
+		return;
+	seg_vec_init(&v);
+	claim_range(c, first, stop - 1, &v);
+	for (size_t i = 0; i < v.n; i++) {
+		struct seg *s = v.v[i];
+		uint64_t o = s->idx << c->seg_shift;
+		size_t n = (size_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
+		unsigned char *tmp;
+
+		evict_to_budget(c, c->seg_size);
+		if (seg_alloc_run(c, &s, 1, &tmp)) {
+			fail_claims(c, &s, 1, -ENOMEM);
+			continue;
+		}
+		memcpy(s->data, (const unsigned char *)buf + (o - off), n);
+		publish_run(c, &s, 1, first, stop - 1); /* about to be read: not speculative */
+	}
+	seg_vec_free(&v);
+}
+
 void cairn_cache_drain(struct cairn_cache *c)
 {
 	if (c->passthrough)

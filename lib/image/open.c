@@ -139,6 +139,19 @@ static int wrap_verify(const struct cairn_open_opts *o, char *why, size_t why_le
 	return 0;
 }
 
+/* The verify device's open read (block 0, the table, the start of the
+ * metadata) goes into the cache, so a verified open costs no request more. */
+static void prime_from_verify(struct cairn_cache *c)
+{
+	void *head;
+	size_t len;
+
+	if (cairn_bdev_verify_take_head(cairn_cache_bdev(c), &head, &len))
+		return;
+	cairn_cache_prime(c, head, len, 0);
+	free(head);
+}
+
 /* The verified stack: the verify device's first read (block 0 and the table)
  * also tells a qcow2 file apart, so that costs no request of its own. Takes dev. */
 static int open_verified(const char *path, const struct cairn_open_opts *o, char *why,
@@ -156,7 +169,10 @@ static int open_verified(const char *path, const struct cairn_open_opts *o, char
 		cairn_bdev_close(dev);
 		return rc;
 	}
-	return new_cache(dev, o, why, why_len, out);
+	rc = new_cache(dev, o, why, why_len, out);
+	if (!rc)
+		prime_from_verify(*out);
+	return rc;
 }
 
 /* The cache over dev, or over the qcow2 view of dev when it holds a qcow2 file.

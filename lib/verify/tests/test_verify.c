@@ -10,7 +10,8 @@
  *  - a wrong pinned root, and a pinned root on an image without digests, refuse;
  *  - two builds of one tree have one root digest;
  *  - a bad granule fails only the reads that need it: the cache refetches a
- *    merged run segment by segment, and the bad one again on the next read.
+ *    merged run segment by segment, and the bad one again on the next read;
+ *  - the verify device's open read is handed to the cache (no second request).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -245,6 +246,7 @@ static void test_pinned_root(void **state)
 	struct cairn_open_opts o;
 	struct cairn_image *img;
 	uint8_t wrong[CAIRN_DIGEST_LEN], root[CAIRN_DIGEST_LEN];
+	struct cairn_bdev_counters dc;
 	char why[256];
 
 	memcpy(wrong, f->digest, sizeof(wrong));
@@ -258,6 +260,10 @@ static void test_pinned_root(void **state)
 	assert_int_equal(cairn_image_root_digest(img, root), 0);
 	assert_memory_equal(root, f->digest, sizeof(root));
 	assert_int_equal(read_all(f, img), 0);
+	/* The image is smaller than the verify device's open read, which the cache
+	 * was primed with: everything was read in that one request. */
+	assert_int_equal(cairn_image_device_counters(img, &dc), 0);
+	assert_int_equal(dc.requests, 1);
 	cairn_image_close(img);
 	/* Without digests a pinned root cannot be met; unpinned, it opens. */
 	build(f, f->img2, 1, NULL);
