@@ -23,7 +23,7 @@ grep -q "root digest is $root" "$WORK/e" || fail "refusal message: $(cat "$WORK/
 
 data=$("$CAIRN" info --json "$WORK/img" | sed 's/.*"data_off": \([0-9]*\).*/\1/')
 meta=$("$CAIRN" info --json "$WORK/img" | sed 's/.*"meta_off": \([0-9]*\).*/\1/')
-i=0
+i=0; eio=0
 for off in 4100 $((meta + 10)) $((data + 300000)); do
   i=$((i + 1))
   cp "$WORK/img" "$WORK/bad$i"
@@ -35,6 +35,7 @@ for off in 4100 $((meta + 10)) $((data + 300000)); do
   if cat "$WORK/m$i/d/big" > "$WORK/c" 2>/dev/null; then
     cmp -s "$WORK/c" "$WORK/src/d/big" || fail "flip at $off: wrong data with success"
   else
+    eio=$((eio + 1))
     # The bad granule is 128 KiB around the flip; the file's first bytes are fine.
     dd if="$WORK/m$i/d/big" bs=4096 count=1 2>/dev/null | cmp -s - "$WORK/src/d/big" -n 4096 ||
       fail "flip at $off: the good start of the file does not read"
@@ -48,4 +49,5 @@ for off in 4100 $((meta + 10)) $((data + 300000)); do
   fi
   umnt "$WORK/m$i"
 done
+[ $eio -ge 1 ] || fail "no flip reached the EIO path (all were refused at mount)"
 echo "verify: ok"
