@@ -62,6 +62,20 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 			 const struct cairn_cache_hint *hint);
 /* Start reading [off, off+len) in large background requests; returns at once. */
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
+/* A device byte range, for cairn_cache_prefetch_ranges(). */
+struct cairn_range {
+	uint64_t off, len;
+};
+/* Start reading n device ranges in the background, most wanted first (the order a
+ * workload first read them): the segments they cover are merged into as few
+ * requests as max_io allows, filling gaps of at most max_io / 4 between them
+ * (bytes are cheaper than requests), and the requests are queued in the order of
+ * the first range each holds, so several run at once on a device with channels.
+ * Segments already cached or in flight are left alone. At most the budget is
+ * claimed: more would evict its own beginning. Returns the bytes claimed, 0 when
+ * there is nothing to do (or no memory: prefetching is advice). */
+uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_range *r,
+				     size_t n);
 /* Wait until queued readahead and prefetch work is done, then hold the cache to
  * its budget (fetches in flight may overshoot it by their slack until then). */
 void cairn_cache_drain(struct cairn_cache *c);

@@ -25,6 +25,7 @@
 #define CAIRN_MKFS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct cairn_mkfs;
@@ -124,6 +125,23 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
  */
 typedef int (*cairn_order_cb)(void *ctx, const char *path, size_t path_len, unsigned line);
 int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx);
+
+/*
+ * The same lines as records: the one reader of the trace format (mkfs --order,
+ * -o prefetch=TRACE, -o learn=FILE), and its one writer. A record is a path with
+ * "OFFSET LENGTH" after it (a range), or a path alone (the whole file).
+ */
+struct cairn_trace_rec {
+	const char *path;        /* not NUL-terminated; valid during the callback */
+	size_t path_len;
+	uint64_t off, len;       /* bytes of the file; 0, 0 when whole */
+	int whole;
+	unsigned line;
+};
+typedef int (*cairn_trace_cb)(void *ctx, const struct cairn_trace_rec *r);
+int cairn_trace_parse(const char *text, size_t len, cairn_trace_cb cb, void *ctx);
+/* One range record as a line of f; 0 or -EIO. */
+int cairn_trace_write(FILE *f, const char *path, uint64_t off, uint64_t len);
 
 /* fnmatch-based exclude test as mkfs uses it: a pattern starting with '/' is
  * matched against the whole in-image path ("/a/b"), any other pattern against the

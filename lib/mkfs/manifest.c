@@ -230,40 +230,51 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
 	return rc;
 }
 
-static int is_number(const char *s, const char *e)
+/* The decimal number [s, e), or 0 when it is not one (or overflows). */
+static int parse_number(const char *s, const char *e, uint64_t *v)
 {
 	if (s == e)
 		return 0;
-	for (; s < e; s++)
-		if (*s < '0' || *s > '9')
+	for (*v = 0; s < e; s++) {
+		if (*s < '0' || *s > '9' || *v > (UINT64_MAX - 9) / 10)
 			return 0;
+		*v = *v * 10 + (uint64_t)(*s - '0');
+	}
 	return 1;
 }
 
-/* If [s, e) ends in " NUMBER NUMBER", cut them off (a trace range record). */
-static void strip_range(const char *s, const char **e)
+/* If [s, e) ends in " NUMBER NUMBER", cut them off into r (a trace range
+ * record); otherwise r says "whole file". */
+static void strip_range(const char *s, const char **e, struct cairn_trace_rec *r)
 {
 	const char *p = *e, *t2, *t1;
+	uint64_t off, len;
 
+	r->whole = 1;
+	r->off = r->len = 0;
 	for (t2 = p; t2 > s && !is_space(t2[-1]); t2--)
 		;
-	if (!is_number(t2, p) || t2 == s)
+	if (t2 == s || !parse_number(t2, p, &len))
 		return;
 	p = t2;
 	while (p > s && is_space(p[-1]))
 		p--;
 	for (t1 = p; t1 > s && !is_space(t1[-1]); t1--)
 		;
-	if (!is_number(t1, p) || t1 == s)
+	if (t1 == s || !parse_number(t1, p, &off))
 		return;
 	p = t1;
 	while (p > s && is_space(p[-1]))
 		p--;
-	if (p > s)
+	if (p > s) {
 		*e = p;
+		r->whole = 0;
+		r->off = off;
+		r->len = len;
+	}
 }
 
-int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx)
+int cairn_trace_parse(const char *text, size_t len, cairn_trace_cb cb, void *ctx)
 {
 	const char *p = text, *end = text + len;
 	unsigned line = 0;
@@ -272,16 +283,45 @@ int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx
 	while (p < end && !rc) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *s = p, *e = nl ? nl : end;
+		struct cairn_trace_rec r;
 
 		p = nl ? nl + 1 : end;
 		line++;
 		trim(&s, &e);
 		if (s == e || *s == '#')
 			continue;
-		strip_range(s, &e);
-		rc = cb(ctx, s, (size_t)(e - s), line);
+		strip_range(s, &e, &r);
+		r.path = s;
+		r.path_len = (size_t)(e - s);
+		r.line = line;
+		rc = cb(ctx, &r);
 	}
 	return rc;
+}
+
+int cairn_trace_write(FILE *f, const char *path, uint64_t off, uint64_t len)
+{
+	return fprintf(f, "%s %llu %llu\n", path, (unsigned long long)off,
+		       (unsigned long long)len) < 0 ? -EIO : 0;
+}
+
+struct order_adapter {
+	cairn_order_cb cb;
+	void *ctx;
+};
+
+static int order_rec(void *ctx, const struct cairn_trace_rec *r)
+{
+	struct order_adapter *a = ctx;
+
+	return a->cb(a->ctx, r->path, r->path_len, r->line);
+}
+
+int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx)
+{
+	struct order_adapter a = { cb, ctx };
+
+	return cairn_trace_parse(text, len, order_rec, &a);
 }
 
 int cairn_mkfs_path_excluded(const char *path, const char *const *patterns, size_t n)
