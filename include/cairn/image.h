@@ -139,14 +139,19 @@ struct cairn_profile_stats {
  * keeps what it had before). st may be NULL. */
 int cairn_image_profile_load(struct cairn_image *img, const char *text, size_t len,
 			     struct cairn_profile_stats *st);
-/* Writes the loaded profile (empty when none), joined with the records of
- * new_text (this run's trace: ranges not yet in the profile are appended, within
- * the bounds), to path atomically: a temporary file beside it, fsync, rename,
+/* As cairn_image_profile_load(), from a file of at most CAIRN_PROFILE_MAX_TEXT
+ * bytes: -ENOENT when there is none, -EFBIG when it is larger. */
+#define CAIRN_PROFILE_MAX_TEXT (64u << 20)
+int cairn_image_profile_load_file(struct cairn_image *img, const char *path,
+				  struct cairn_profile_stats *st);
+/* Writes the loaded profile (empty when none), joined with the records of the
+ * trace file trace_path (this run's trace, or NULL: ranges not yet in the profile
+ * are appended, within the bounds), to path atomically: a temporary file beside it, fsync, rename,
  * fsync of the directory, so a crash at any point leaves the old file or the new
  * one. Paths not in the image are dropped: the profile follows the image. Not
  * while other threads use the profile. 0 or a negative errno. */
-int cairn_image_profile_save(struct cairn_image *img, const char *new_text, size_t len,
-			     const char *path, struct cairn_profile_stats *st);
+int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, const char *path,
+			     struct cairn_profile_stats *st);
 
 /* fsck: checks every structure and checksum and, with CAIRN_FSCK_DATA, every file's
  * content hash. Problems are reported through `report` (may be NULL); returns the

@@ -334,6 +334,61 @@ int cairn_image_profile_load(struct cairn_image *img, const char *text, size_t l
 	return load_text(img, text, len, st);
 }
 
+/* The whole of a text file, NUL-terminated, into *text (malloc'd). */
+static int read_text(const char *path, char **text, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	size_t got = 0;
+	int rc = 0;
+
+	*text = NULL;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else if (st.st_size > CAIRN_PROFILE_MAX_TEXT)
+		rc = -EFBIG;
+	else if (!(*text = malloc((size_t)st.st_size + 1)))
+		rc = -ENOMEM;
+	while (!rc && got < (size_t)st.st_size) {
+		ssize_t r = read(fd, *text + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r ? -errno : 0;
+			break; /* shrank meanwhile: what was there */
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	if (rc) {
+		free(*text);
+		*text = NULL;
+	} else {
+		(*text)[got] = 0;
+		*len = got;
+	}
+	return rc;
+}
+
+int cairn_image_profile_load_file(struct cairn_image *img, const char *path,
+				  struct cairn_profile_stats *st)
+{
+	char *text;
+	size_t len = 0;
+	int rc = read_text(path, &text, &len);
+
+	if (rc)
+		return rc;
+	rc = load_text(img, text, len, st);
+	free(text);
+	return rc;
+}
+
 /* ---- prefetch ---- */
 
 struct dev_list {
@@ -463,16 +518,16 @@ static int sync_dir(const char *path)
 	return rc;
 }
 
-int cairn_image_profile_save(struct cairn_image *img, const char *new_text, size_t len,
-			     const char *path, struct cairn_profile_stats *st)
+int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, const char *path,
+			     struct cairn_profile_stats *st)
 {
 	struct cairn_profile empty = { 0 };
 	char tmp[PATH_MAX];
 	FILE *f;
 	int fd, rc = 0;
 
-	if (new_text && len)
-		rc = load_text(img, new_text, len, st);
+	if (trace_path)
+		rc = cairn_image_profile_load_file(img, trace_path, st);
 	if (rc)
 		return rc;
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))

@@ -30,6 +30,11 @@ static const char usage[] =
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
+	"  prefetch=TRACE  read and push the ranges of a trace (a profile) at mount,\n"
+	"                  on any image; IMAGE.profile is used so by default\n"
+	"  learn=FILE      keep a profile in FILE: trace when it is absent, else\n"
+	"                  prefetch it and add what this run read to it at unmount\n"
+	"  noprofile       do not use IMAGE.profile\n"
 	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
 	"                  (auto: when the metadata is at most 4 MiB)\n"
 	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
@@ -133,6 +138,12 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		o->trace_file = val;
 	} else if (!strcmp(key, "prefetch") && !val) {
 		o->prefetch = 1;
+	} else if (!strcmp(key, "prefetch") && *val) {
+		o->prefetch_file = val;
+	} else if (!strcmp(key, "learn") && val && *val) {
+		o->learn_file = val;
+	} else if (!strcmp(key, "noprofile") && !val) {
+		o->no_profile = 1;
 	} else if (!strcmp(key, "writeback") && !val) {
 		o->writeback = 1;
 	} else if (!strcmp(key, "single") && !val) {
@@ -238,6 +249,14 @@ int cmd_mount(int argc, char **argv)
 	}
 	if (o.overlay && o.tmp_paths) {
 		cli_err("mount", "overlay already makes every path writable; drop tmp=");
+		return CLI_EXIT_USAGE;
+	}
+	if (o.learn_file && (o.trace_file || o.prefetch_file)) {
+		cli_err("mount", "learn= traces and prefetches by itself; drop trace= and prefetch=");
+		return CLI_EXIT_USAGE;
+	}
+	if (o.empty && (o.learn_file || o.prefetch_file)) {
+		cli_err("mount", "--empty has no image to prefetch from");
 		return CLI_EXIT_USAGE;
 	}
 	o.image = o.empty ? NULL : pos[0];

@@ -96,6 +96,11 @@ static void write_stats(struct cairn_fuse *cf)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
 			__atomic_load_n(&cf->image_reads, __ATOMIC_RELAXED),
 			__atomic_load_n(&cf->image_read_bytes, __ATOMIC_RELAXED));
+	if (cf->prefetching && cf->profile.records)
+		fprintf(f, "profile_records %" PRIu64 "\nprofile_missing %" PRIu64
+			"\nprofile_past_eof %" PRIu64 "\nprofile_ranges %" PRIu64
+			"\nprofile_bytes %" PRIu64 "\n", cf->profile.records, cf->profile.missing,
+			cf->profile.past_eof, cf->profile.ranges, cf->profile.bytes);
 	if (cf->push) {
 		uint64_t files, bytes;
 
@@ -149,11 +154,11 @@ static void *sig_main(void *arg)
  * read, not read-ahead windows around them. A prefetched mount keeps the small
  * default: the pages it needs are pushed ahead of it (push.c), and a page
  * outside the hot prefix should not pull a large window of cold data with it. */
-static int read_ahead_kb(const struct cairn_mount_opts *o)
+static int read_ahead_kb(const struct cairn_fuse *cf)
 {
-	if (o->trace_file)
+	if (cf->trace)
 		return 0;
-	return o->prefetch ? -1 : READ_AHEAD_KB;
+	return cf->prefetching ? -1 : READ_AHEAD_KB;
 }
 
 /* Writes val to the mount's /sys/class/bdi/MAJ:MIN/<knob>; quietly does nothing
@@ -188,7 +193,7 @@ static void bdi_set(const struct stat *mnt, const char *knob, int val)
 static void *bdi_main(void *arg)
 {
 	struct cairn_fuse *cf = arg;
-	int kb = read_ahead_kb(cf->o);
+	int kb = read_ahead_kb(cf);
 	struct stat st;
 
 	pthread_mutex_lock(&cf->init_lock);
@@ -206,14 +211,69 @@ static void *bdi_main(void *arg)
 
 /* ---- setup ---- */
 
-static int has_hot_prefix(struct cairn_image *img)
+/* The profile to prefetch: prefetch=TRACE, else learn=FILE once it exists, else
+ * IMAGE.profile shipped beside the image (unless noprofile). A profile that is
+ * stale for this image is used as far as it matches; one that cannot be read
+ * fails the mount when it was asked for, and is ignored when it is the default.
+ * Remote images (the disk-cache work) will take their default from the cache
+ * directory instead: <cache dir>/<image uuid>.profile, chosen here. */
+static int load_profile(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 {
-	struct cairn_image_info info;
+	const char *path = o->prefetch_file ? o->prefetch_file : cf->learn_path;
+	char beside[PATH_MAX];
+	int rc;
 
-	if (!img)
+	cf->prefetching = o->prefetch;
+	if (!path && !o->no_profile &&
+	    snprintf(beside, sizeof(beside), "%s.profile", o->image) < (int)sizeof(beside) &&
+	    access(beside, F_OK) == 0)
+		path = beside;
+	if (!path)
 		return 0;
-	cairn_image_get_info(img, &info);
-	return info.hot_len != 0;
+	rc = cairn_image_profile_load_file(cf->img, path, &cf->profile);
+	if (rc == -ENOENT && path == cf->learn_path)
+		return 0; /* the first learning run only traces */
+	if (rc && path == beside) {
+		errf("%s: profile not used: %s", path, cairn_strerror(rc));
+		return 0;
+	}
+	if (rc) {
+		errf("%s: cannot read the profile: %s", path, cairn_strerror(rc));
+		return -1;
+	}
+	cf->prefetching = 1;
+	return 0;
+}
+
+/* learn=FILE: the profile and this run's trace beside it, as absolute paths (the
+ * daemon leaves the working directory before it writes them back). */
+static int learn_paths(struct cairn_fuse *cf, const char *file)
+{
+	char dir[PATH_MAX], abs[PATH_MAX];
+	const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
+
+	if (!*base || snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - file + 1) : 1,
+			       slash ? file : ".") >= (int)sizeof(dir) ||
+	    !realpath(dir, abs)) {
+		errf("%s: %s", file, *base ? strerror(errno) : "not a file name");
+		return -1;
+	}
+	if (asprintf(&cf->learn_path, "%s/%s", abs, base) < 0 ||
+	    asprintf(&cf->learn_trace, "%s/%s.trace.%ld", abs, base, (long)getpid()) < 0) {
+		errf("%s: %s", file, strerror(ENOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+/* At unmount: this run's trace joins the profile, written atomically. */
+static void learn_save(struct cairn_fuse *cf)
+{
+	int rc = cairn_image_profile_save(cf->img, cf->learn_trace, cf->learn_path, NULL);
+
+	if (rc)
+		errf("%s: cannot save the profile: %s", cf->learn_path, cairn_strerror(rc));
+	unlink(cf->learn_trace);
 }
 
 struct problems {
@@ -282,7 +342,9 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		}
 		if (verify_meta(cf->img, o))
 			return -1;
-		if (o->prefetch)
+		if ((o->learn_file && learn_paths(cf, o->learn_file)) || load_profile(cf, o))
+			return -1;
+		if (cf->prefetching)
 			cairn_image_prefetch_hot(cf->img);
 	}
 	memset(&nc, 0, sizeof(nc));
@@ -299,10 +361,12 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		     cairn_strerror(rc));
 		return -1;
 	}
-	if (o->trace_file) {
-		rc = cairn_trace_open(o->trace_file, &cf->trace);
+	if (o->trace_file || cf->learn_trace) {
+		const char *t = o->trace_file ? o->trace_file : cf->learn_trace;
+
+		rc = cairn_trace_open(t, &cf->trace);
 		if (rc) {
-			errf("%s: %s", o->trace_file, cairn_strerror(rc));
+			errf("%s: %s", t, cairn_strerror(rc));
 			return -1;
 		}
 	}
@@ -452,8 +516,9 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 		have_sig = 1;
 	if (pthread_create(&bdi, NULL, bdi_main, &cf) == 0)
 		have_bdi = 1;
-	/* Not while tracing: the trace must see the program's own reads. */
-	if (o->prefetch && !o->trace_file && has_hot_prefix(cf.img) &&
+	/* Not while tracing for mkfs --order: that trace must see all the program's
+	 * own reads. A learning run pushes: its trace adds what the profile missed. */
+	if (cf.prefetching && !o->trace_file && cairn_image_hot_bytes(cf.img) &&
 	    cairn_push_start(&cf, &cf.push))
 		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
 
@@ -485,6 +550,12 @@ out:
 		fuse_session_destroy(cf.se);
 	finish_detach(notify_fd, 1);
 	cairn_trace_close(cf.trace);
+	if (cf.learn_trace && mounted)
+		learn_save(&cf); /* and removes the run's trace */
+	else if (cf.learn_trace)
+		unlink(cf.learn_trace);
+	free(cf.learn_path);
+	free(cf.learn_trace);
 	cairn_ns_free(cf.ns);
 	if (cf.img)
 		cairn_image_close(cf.img);

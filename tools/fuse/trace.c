@@ -119,8 +119,8 @@ void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uin
 		if (!seen && run == UINT64_MAX)
 			run = g;
 		if (seen && run != UINT64_MAX) {
-			fprintf(t->out, "%s %" PRIu64 " %" PRIu64 "\n", path,
-				run << GRANULE_SHIFT, (g - run) << GRANULE_SHIFT);
+			(void)cairn_trace_write(t->out, path, run << GRANULE_SHIFT,
+						(g - run) << GRANULE_SHIFT);
 			run = UINT64_MAX;
 		}
 	}
