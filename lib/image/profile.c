@@ -142,6 +142,15 @@ static struct prof_file *file_of(struct cairn_image *img, struct cairn_profile *
 
 static int add_piece(struct cairn_profile *p, struct prof_file *f, uint64_t lo, uint64_t hi)
 {
+	struct seq_ent *last = p->nseq ? &p->seq[p->nseq - 1] : NULL;
+
+	/* A trace gives a file read in order as many lines: one piece. */
+	if (last && last->file == (uint32_t)(f - p->files) && last->piece == f->n - 1 &&
+	    f->p[f->n - 1].off + f->p[f->n - 1].len == lo) {
+		f->p[f->n - 1].len += hi - lo;
+		p->bytes += hi - lo;
+		return 0;
+	}
 	if (grow((void **)&f->p, &f->cap, f->n, sizeof(*f->p)) ||
 	    grow((void **)&p->seq, &p->capseq, p->nseq, sizeof(*p->seq)))
 		return -ENOMEM;
@@ -284,19 +293,26 @@ void cairn_profile_free(struct cairn_profile *p)
 
 uint64_t cairn_profile_bytes(const struct cairn_profile *p) { return p->bytes; }
 
-/* Undoes what a failed load added, so the image keeps the profile it had. */
-static void truncate_to(struct cairn_profile *p, size_t nseq)
+/* Undoes what a failed load added (pieces past nseq, and the growth of the piece
+ * that was last), so the image keeps the profile it had. */
+static void truncate_to(struct cairn_profile *p, size_t nseq, uint64_t last_len, uint64_t bytes)
 {
 	while (p->nseq > nseq) {
 		struct seq_ent e = p->seq[--p->nseq];
-		struct prof_file *f = &p->files[e.file];
 
-		p->bytes -= f->p[e.piece].len;
-		f->n = e.piece;
-		/* The union is rebuilt from the pieces that stay. */
+		p->files[e.file].n = e.piece;
+	}
+	if (nseq)
+		p->files[p->seq[nseq - 1].file].p[p->seq[nseq - 1].piece].len = last_len;
+	p->bytes = bytes;
+	/* The unions are rebuilt from the pieces that stay: each is an earlier state,
+	 * so they fit where they were. */
+	for (size_t i = 0; i < p->nfiles; i++) {
+		struct prof_file *f = &p->files[i];
+
 		f->ncov = 0;
-		for (size_t i = 0; i < f->n; i++)
-			(void)cover(f, f->p[i].off, f->p[i].off + f->p[i].len); /* shrinks */
+		for (size_t k = 0; k < f->n; k++)
+			(void)cover(f, f->p[k].off, f->p[k].off + f->p[k].len);
 	}
 }
 
@@ -304,6 +320,7 @@ static int load_text(struct cairn_image *img, const char *text, size_t len,
 		     struct cairn_profile_stats *st)
 {
 	struct load_ctx c = { img, img->profile, { 0 } };
+	uint64_t bytes, last_len;
 	size_t nseq;
 	int rc;
 
@@ -313,9 +330,11 @@ static int load_text(struct cairn_image *img, const char *text, size_t len,
 			return -ENOMEM;
 	}
 	nseq = c.p->nseq;
+	bytes = c.p->bytes;
+	last_len = nseq ? c.p->files[c.p->seq[nseq - 1].file].p[c.p->seq[nseq - 1].piece].len : 0;
 	rc = cairn_trace_parse(text, len, load_rec, &c);
 	if (rc) {
-		truncate_to(c.p, nseq);
+		truncate_to(c.p, nseq, last_len, bytes);
 		if (!img->profile)
 			cairn_profile_free(c.p);
 		return rc;
