@@ -49,6 +49,7 @@ struct cairn_cache_stats {
 	uint64_t resident_bytes;        /* now */
 	uint64_t errors;                /* failed device requests */
 	uint64_t waits;                 /* hits that waited for an in-flight fetch */
+	uint64_t dropped;               /* segments dropped once delivered */
 };
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,
@@ -76,6 +77,12 @@ struct cairn_range {
  * there is nothing to do (or no memory: prefetching is advice). */
 uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_range *r,
 				     size_t n);
+/* The bytes [off, off+len) have been handed to a reader that keeps its own copy
+ * (a kernel page cache). A segment all of whose bytes have been handed on so is
+ * dropped at once (use-once) and its memory reused; readers holding it keep it
+ * until they are done. Delivery is tracked in 32nds of a segment (pages, with
+ * 128 KiB segments): a partly delivered 32nd does not count. */
+void cairn_cache_delivered(struct cairn_cache *c, uint64_t off, uint64_t len);
 /* Wait until queued readahead and prefetch work is done, then hold the cache to
  * its budget (fetches in flight may overshoot it by their slack until then). */
 void cairn_cache_drain(struct cairn_cache *c);

@@ -77,6 +77,11 @@ int cairn_image_readdir(struct cairn_image *img, cairn_ino_t dir, uint64_t cooki
 /* Regular files: bytes read (0 at or past EOF). Holes read as zeros. */
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off);
+/* Bytes [off, off+len) of regular file ino were handed to a reader that keeps
+ * them (a kernel page cache): their cache segments are dropped once wholly
+ * handed on (cairn_cache_delivered). Metadata is never dropped so. */
+void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			   uint64_t len);
 /* SEEK_DATA / SEEK_HOLE over a regular file, as lseek(2): the first data byte at
  * or after off, or the first hole byte (end of file counts as a hole). -ENXIO
  * when off is at or past the end (or no data follows, for SEEK_DATA). */

@@ -992,6 +992,22 @@ int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn
 	return rc;
 }
 
+static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
+{
+	(void)file_off;
+	cairn_cache_delivered(ctx, disk_off, len);
+	return 0;
+}
+
+void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			   uint64_t len)
+{
+	struct cairn_rinode r;
+
+	if (load_regular(img, ino, &r) == 0)
+		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img->cache);
+}
+
 static int has_hot_prefix(const struct cairn_image *img)
 {
 	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;

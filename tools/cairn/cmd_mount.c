@@ -35,6 +35,8 @@ static const char usage[] =
 	"  learn=FILE      keep a profile in FILE: trace when it is absent, else\n"
 	"                  prefetch it and add what this run read to it at unmount\n"
 	"  noprofile       do not use IMAGE.profile\n"
+	"  keep_data       keep file data in the cache after replying (default: only\n"
+	"                  metadata and what the kernel has not taken yet)\n"
 	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
 	"                  (auto: when the metadata is at most 4 MiB)\n"
 	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
@@ -144,6 +146,8 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		o->learn_file = val;
 	} else if (!strcmp(key, "noprofile") && !val) {
 		o->no_profile = 1;
+	} else if (!strcmp(key, "keep_data") && !val) {
+		o->keep_data = 1;
 	} else if (!strcmp(key, "writeback") && !val) {
 		o->writeback = 1;
 	} else if (!strcmp(key, "single") && !val) {

@@ -16,6 +16,7 @@ struct cairn_mount_opts {
 	const char *prefetch_file;      /* prefetch=TRACE: a profile to prefetch and push */
 	const char *learn_file;         /* learn=FILE: a profile kept up to date */
 	int no_profile;                 /* noprofile: ignore IMAGE.profile */
+	int keep_data;                  /* keep_data: cache file data after replying too */
 	struct cairn_open_opts open;
 	struct cairn_fault_config fault;
 	int has_fault;
