@@ -35,7 +35,7 @@
 #define HUGE_ALIGN (2u << 20)
 #define SLACK_READERS 4u    /* concurrent sync readers the slack is sized for */
 #define MAX_SLOTS (1u << 26)
-#define WARM_BYTES (4u << 20) /* freed segment memory kept resident for reuse */
+#define WARM_BYTES (2u << 20) /* freed segment memory kept resident for reuse */
 
 int arena_init(struct cairn_cache *c)
 {

@@ -84,6 +84,7 @@ uint64_t cairn_profile_bytes(const struct cairn_profile *p);
 void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p);
 int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn,
 			 void *ctx);
+int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino); /* hot ranges? */
 
 static inline int cairn_add_ok(uint64_t a, uint64_t b, uint64_t limit)
 {

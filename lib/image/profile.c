@@ -51,7 +51,7 @@ struct cairn_profile {
 	size_t nfiles, capfiles;
 	uint32_t *hash;            /* path -> file index + 1, open addressing */
 	size_t hmask;
-	struct ino_idx *by_ino;    /* files sorted by inode; NULL until needed */
+	struct ino_idx *by_ino;    /* files sorted by inode, rebuilt at each load */
 	struct seq_ent *seq;
 	size_t nseq, capseq;
 	uint64_t bytes;
@@ -135,8 +135,6 @@ static struct prof_file *file_of(struct cairn_image *img, struct cairn_profile *
 	}
 	p->hash[i] = (uint32_t)p->nfiles + 1;
 	p->nfiles++;
-	free(p->by_ino);
-	p->by_ino = NULL;
 	return f;
 }
 
@@ -293,6 +291,32 @@ void cairn_profile_free(struct cairn_profile *p)
 
 uint64_t cairn_profile_bytes(const struct cairn_profile *p) { return p->bytes; }
 
+struct ino_idx {
+	cairn_ino_t ino;
+	uint32_t file;
+};
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct ino_idx *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->file < y->file ? -1 : x->file > y->file;
+}
+
+static int index_by_ino(struct cairn_profile *p)
+{
+	free(p->by_ino);
+	p->by_ino = malloc((p->nfiles ? p->nfiles : 1) * sizeof(*p->by_ino));
+	if (!p->by_ino)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nfiles; i++)
+		p->by_ino[i] = (struct ino_idx){ p->files[i].ino, (uint32_t)i };
+	qsort(p->by_ino, p->nfiles, sizeof(*p->by_ino), by_ino);
+	return 0;
+}
+
 /* Undoes what a failed load added (pieces past nseq, and the growth of the piece
  * that was last), so the image keeps the profile it had. */
 static void truncate_to(struct cairn_profile *p, size_t nseq, uint64_t last_len, uint64_t bytes)
@@ -331,8 +355,12 @@ static int load_text(struct cairn_image *img, const char *text, size_t len,
 	}
 	nseq = c.p->nseq;
 	bytes = c.p->bytes;
+	/* Readers look files up by inode from many threads: the index is built
+	 * here, while the profile is still the loader's alone. */
 	last_len = nseq ? c.p->files[c.p->seq[nseq - 1].file].p[c.p->seq[nseq - 1].piece].len : 0;
 	rc = cairn_trace_parse(text, len, load_rec, &c);
+	if (!rc)
+		rc = index_by_ino(c.p);
 	if (rc) {
 		truncate_to(c.p, nseq, last_len, bytes);
 		if (!img->profile)
@@ -445,37 +473,11 @@ void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p)
 
 /* ---- ranges per file ---- */
 
-struct ino_idx {
-	cairn_ino_t ino;
-	uint32_t file;
-};
-
-static int by_ino(const void *a, const void *b)
-{
-	const struct ino_idx *x = a, *y = b;
-
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return x->file < y->file ? -1 : x->file > y->file;
-}
-
-static int index_by_ino(struct cairn_profile *p)
-{
-	p->by_ino = malloc((p->nfiles ? p->nfiles : 1) * sizeof(*p->by_ino));
-	if (!p->by_ino)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nfiles; i++)
-		p->by_ino[i] = (struct ino_idx){ p->files[i].ino, (uint32_t)i };
-	qsort(p->by_ino, p->nfiles, sizeof(*p->by_ino), by_ino);
-	return 0;
-}
-
-int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn, void *ctx)
+/* The first entry of ino in the index, or nfiles. */
+static size_t find_ino(const struct cairn_profile *p, cairn_ino_t ino)
 {
 	size_t lo = 0, hi = p->nfiles;
 
-	if (!ino || (!p->by_ino && index_by_ino(p)))
-		return 0;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -484,7 +486,26 @@ int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_c
 		else
 			hi = mid;
 	}
-	for (; lo < p->nfiles && p->by_ino[lo].ino == ino; lo++) {
+	return lo;
+}
+
+int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino)
+{
+	size_t i;
+
+	if (!ino || !p->by_ino)
+		return 0;
+	i = find_ino(p, ino);
+	return i < p->nfiles && p->by_ino[i].ino == ino && p->files[p->by_ino[i].file].n;
+}
+
+int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn, void *ctx)
+{
+	size_t lo;
+
+	if (!ino || !p->by_ino)
+		return 0;
+	for (lo = find_ino(p, ino); lo < p->nfiles && p->by_ino[lo].ino == ino; lo++) {
 		const struct prof_file *f = &p->files[p->by_ino[lo].file];
 
 		for (size_t i = 0; i < f->n;) {

@@ -992,10 +992,29 @@ int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn
 	return rc;
 }
 
+static int has_hot_prefix(const struct cairn_image *img)
+{
+	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;
+}
+
+/* Hot data is kept: a push into the page cache may still read it, and reading
+ * it again would cost the request the prefetch saved. */
 static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
 {
+	struct cairn_image *img = ctx;
+	uint64_t end = disk_off + len, lo = disk_off;
+
 	(void)file_off;
-	cairn_cache_delivered(ctx, disk_off, len);
+	if (!img->profile && has_hot_prefix(img)) {
+		uint64_t hot_end = img->hot_off + img->hot_len;
+
+		if (disk_off < img->hot_off) /* the part before the prefix */
+			cairn_cache_delivered(img->cache, disk_off,
+					      (end < img->hot_off ? end : img->hot_off) - disk_off);
+		lo = hot_end > disk_off ? hot_end : disk_off; /* and after it */
+	}
+	if (lo < end)
+		cairn_cache_delivered(img->cache, lo, end - lo);
 	return 0;
 }
 
@@ -1004,13 +1023,9 @@ void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 {
 	struct cairn_rinode r;
 
-	if (load_regular(img, ino, &r) == 0)
-		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img->cache);
-}
-
-static int has_hot_prefix(const struct cairn_image *img)
-{
-	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;
+	if ((!img->profile || !cairn_profile_has(img->profile, ino)) &&
+	    load_regular(img, ino, &r) == 0)
+		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
 }
 
 uint64_t cairn_image_hot_bytes(const struct cairn_image *img)

@@ -26,6 +26,8 @@
 #include "cairn_fuse.h"
 
 #define READ_AHEAD_KB 4096
+#define DAEMON_READAHEAD (256u << 10)
+#define IDLE_THREADS 2
 
 static void errf(const char *fmt, const char *a, const char *b)
 {
@@ -330,6 +332,14 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		/* The fault device starts idle: the plan applies once the mount is up,
 		 * so tests count requests of their own reads, not of the mount. */
 		oo.fault = o->has_fault ? &no_faults : NULL;
+		/* The kernel reads ahead itself (READ_AHEAD_KB, in requests of up to
+		 * 1 MiB, each already extended to a max_io boundary by the cache), so
+		 * the cache's own readahead only needs to cover what is in flight; a
+		 * deeper one fetched data the kernel never asked for and held it (Java
+		 * Hello: 4 MiB readahead, 60 requests and 8 MiB left in the cache;
+		 * 256 KiB, 55 requests and 4 MiB). */
+		if (!oo.cache.readahead_max)
+			oo.cache.readahead_max = DAEMON_READAHEAD;
 		rc = cairn_image_open_path(o->image, &oo, &cf->img);
 		/* Reading the root now refuses images whose metadata is damaged at the
 		 * start, before anything is mounted. */
@@ -459,6 +469,10 @@ static int serve(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		return -ENOMEM;
 	if (o->max_threads)
 		fuse_loop_cfg_set_max_threads(lc, o->max_threads);
+	/* Each worker holds a request buffer of max_write (1 MiB) that the kernel
+	 * fills; libfuse keeps 10 idle ones by default, 10 MiB once a burst of
+	 * reads is over. Idle workers beyond IDLE_THREADS end instead. */
+	fuse_loop_cfg_set_idle_threads(lc, IDLE_THREADS);
 	rc = fuse_session_loop_mt(cf->se, lc);
 	fuse_loop_cfg_destroy(lc);
 	return rc;

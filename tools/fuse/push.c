@@ -218,7 +218,6 @@ static size_t push_piece(struct cairn_push *p, struct push_range *r)
 			return 0;
 		nanosleep(&push_retry_wait, NULL);
 	}
-	cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got); /* the kernel has them */
 	if (off + (uint64_t)got >= end) {
 		r->len = 0;
 		return (size_t)got;
