@@ -28,6 +28,7 @@
 #define READ_AHEAD_KB 4096
 #define DAEMON_READAHEAD (256u << 10)
 #define IDLE_THREADS 2
+#define DAEMON_BUDGET (12u << 20)
 
 static void errf(const char *fmt, const char *a, const char *b)
 {
@@ -220,17 +221,34 @@ static void *bdi_main(void *arg)
  * fails the mount when it was asked for, and is ignored when it is the default.
  * Remote images (the disk-cache work) will take their default from the cache
  * directory instead: <cache dir>/<image uuid>.profile, chosen here. */
+static const char *profile_path(const struct cairn_fuse *cf, const struct cairn_mount_opts *o,
+				char beside[PATH_MAX])
+{
+	if (o->prefetch_file || cf->learn_path)
+		return o->prefetch_file ? o->prefetch_file : cf->learn_path;
+	if (!o->no_profile &&
+	    snprintf(beside, PATH_MAX, "%s.profile", o->image) < PATH_MAX &&
+	    access(beside, F_OK) == 0)
+		return beside;
+	return NULL;
+}
+
+/* Whether the mount will prefetch (and so hold its hot data in the cache). */
+static int will_prefetch(const struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+{
+	char beside[PATH_MAX];
+	const char *path = profile_path(cf, o, beside);
+
+	return o->prefetch || (path && access(path, F_OK) == 0);
+}
+
 static int load_profile(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 {
-	const char *path = o->prefetch_file ? o->prefetch_file : cf->learn_path;
 	char beside[PATH_MAX];
+	const char *path = profile_path(cf, o, beside);
 	int rc;
 
 	cf->prefetching = o->prefetch;
-	if (!path && !o->no_profile &&
-	    snprintf(beside, sizeof(beside), "%s.profile", o->image) < (int)sizeof(beside) &&
-	    access(beside, F_OK) == 0)
-		path = beside;
 	if (!path)
 		return 0;
 	rc = cairn_image_profile_load_file(cf->img, path, &cf->profile);
@@ -340,6 +358,15 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		 * 256 KiB, 55 requests and 4 MiB). */
 		if (!oo.cache.readahead_max)
 			oo.cache.readahead_max = DAEMON_READAHEAD;
+		/* File data is use-once (CAIRN_NS_USE_ONCE): the cache holds metadata,
+		 * data the kernel has not taken yet and, when prefetching, the hot
+		 * data the push stores. Without that, a small budget does: find over
+		 * 300,000 files read 47 requests with 64 MiB (43 MiB resident), 52
+		 * with 16 MiB. cache_size= sets any budget. */
+		if (o->learn_file && learn_paths(cf, o->learn_file))
+			return -1;
+		if (!oo.cache.budget_bytes && !o->keep_data && !will_prefetch(cf, o))
+			oo.cache.budget_bytes = DAEMON_BUDGET;
 		rc = cairn_image_open_path(o->image, &oo, &cf->img);
 		/* Reading the root now refuses images whose metadata is damaged at the
 		 * start, before anything is mounted. */
@@ -353,7 +380,7 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 		}
 		if (verify_meta(cf->img, o))
 			return -1;
-		if ((o->learn_file && learn_paths(cf, o->learn_file)) || load_profile(cf, o))
+		if (load_profile(cf, o))
 			return -1;
 		if (cf->prefetching)
 			cairn_image_prefetch_hot(cf->img);
