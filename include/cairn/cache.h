@@ -69,9 +69,9 @@ struct cairn_range {
 };
 /* Start reading n device ranges in the background, most wanted first (the order a
  * workload first read them): the segments they cover are merged into as few
- * requests as max_io allows, filling gaps of at most max_io / 4 between them
- * (bytes are cheaper than requests), and the requests are queued in the order of
- * the first range each holds, so several run at once on a device with channels.
+ * requests as max_io allows, filling the gaps between them (bytes are cheaper
+ * than requests), and the requests are queued in the order of the first range
+ * each holds, so several run at once on a device with channels.
  * Segments already cached or in flight are left alone. At most the budget is
  * claimed: more would evict its own beginning. Returns the bytes claimed, 0 when
  * there is nothing to do (or no memory: prefetching is advice). */

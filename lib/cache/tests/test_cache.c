@@ -376,8 +376,8 @@ static void test_delivered(void **state)
 	rig_close(&r);
 }
 
-/* Ranges in the order they are wanted: merged into max_io runs (small gaps
- * filled), most wanted first, at most the budget. */
+/* Ranges in the order they are wanted: merged into max_io runs (gaps filled),
+ * most wanted first, at most the budget. */
 static void test_prefetch_ranges(void **state)
 {
 	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 4u << 20 };
@@ -385,7 +385,7 @@ static void test_prefetch_ranges(void **state)
 		{ (5u << 20) + 100, 1000 },     /* first wanted, far out */
 		{ 0, 4096 },
 		{ 65536 * 3, 4096 },            /* gap of 2 segments: filled */
-		{ 65536 * 20, 4096 },           /* a gap too wide: a request of its own */
+		{ 65536 * 20, 4096 },           /* past max_io from 0: a request of its own */
 		{ 65536 * 2, 65536 },           /* inside the first run */
 		{ 7u << 20, 16u << 20 },        /* past the device end, and the budget */
 	};
