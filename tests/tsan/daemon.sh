@@ -3,7 +3,8 @@
 # CAIRN pointing at build-tsan/cairn). FUSE worker threads, the cache's
 # read-ahead workers and the prefetch push thread all meet in the daemon:
 # - an ordered image mounted with -o prefetch, read by parallel readers while
-#   the hot pages are being pushed;
+#   the hot pages are being pushed; the image as built with its trace as a
+#   profile (prefetch=TRACE); the plain mount, dropping delivered data;
 # - an overlay mount written, read and removed by parallel writers, then the
 #   POSIX checks on it.
 # Any ThreadSanitizer report fails the test.
@@ -41,6 +42,20 @@ diff -r "$SRC" "$M" || fail "prefetched image differs"
 umnt "$M"
 tsan_clean "prefetch and push"
 echo "prefetch mount: no reports"
+
+# The same trace as a profile of the image as built (prefetch=TRACE), and the
+# plain mount, whose readers drop delivered data from the cache (use-once).
+for o in "prefetch=$WORK/order,delay=1ms" "delay=1ms"; do
+  mnt "$M" "$WORK/img.cairn" -o "$o" || fail "mount -o $o"
+  for r in 1 2 3 4; do
+    (for f in "$M"/d/* "$M"/e/*; do cat "$f" > /dev/null; done) &
+  done
+  wait
+  diff -r "$SRC" "$M" || fail "-o $o: content differs"
+  umnt "$M"
+  tsan_clean "-o $o"
+  echo "-o $o: no reports"
+done
 
 mnt "$M" "$WORK/img.cairn" -o overlay || fail "mount -o overlay"
 for w in 1 2 3 4; do
