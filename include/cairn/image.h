@@ -79,7 +79,8 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 			 uint64_t off);
 /* Bytes [off, off+len) of regular file ino were handed to a reader that keeps
  * them (a kernel page cache): their cache segments are dropped once wholly
- * handed on (cairn_cache_delivered). Metadata is never dropped so. */
+ * handed on (cairn_cache_delivered). Metadata is never dropped so, nor hot data
+ * being prefetched. */
 void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
 			   uint64_t len);
 /* SEEK_DATA / SEEK_HOLE over a regular file, as lseek(2): the first data byte at
@@ -101,7 +102,9 @@ ssize_t cairn_image_listxattr_alloc(struct cairn_image *img, cairn_ino_t ino, ch
  * lo == hi when it has none on the data region (empty, inline). */
 int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *lo, uint64_t *hi);
 /* Start reading the hot ranges in the background: the loaded profile's (below),
- * else the hot prefix (mkfs --order). */
+ * else the hot prefix (mkfs --order). From then on cairn_image_delivered() keeps
+ * hot data cached (a push may still read it). Call it before other threads use
+ * img. */
 void cairn_image_prefetch_hot(struct cairn_image *img);
 /* Bytes of file data the hot ranges hold (0: nothing to prefetch or push). */
 uint64_t cairn_image_hot_bytes(const struct cairn_image *img);

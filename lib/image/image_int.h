@@ -32,6 +32,7 @@ struct cairn_image {
 	atomic_int has_why;
 	char why[192];
 	struct cairn_profile *profile;   /* owned; NULL unless one was loaded (profile.c) */
+	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
 };
 
 /* An inode in host byte order, checked by inode_load() for every bound that can

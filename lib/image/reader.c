@@ -1005,7 +1005,7 @@ static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64
 	uint64_t end = disk_off + len, lo = disk_off;
 
 	(void)file_off;
-	if (!img->profile && has_hot_prefix(img)) {
+	if (img->keep_hot && !img->profile && has_hot_prefix(img)) {
 		uint64_t hot_end = img->hot_off + img->hot_len;
 
 		if (disk_off < img->hot_off) /* the part before the prefix */
@@ -1023,7 +1023,7 @@ void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 {
 	struct cairn_rinode r;
 
-	if ((!img->profile || !cairn_profile_has(img->profile, ino)) &&
+	if ((!img->keep_hot || !img->profile || !cairn_profile_has(img->profile, ino)) &&
 	    load_regular(img, ino, &r) == 0)
 		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
 }
@@ -1037,6 +1037,7 @@ uint64_t cairn_image_hot_bytes(const struct cairn_image *img)
 
 void cairn_image_prefetch_hot(struct cairn_image *img)
 {
+	img->keep_hot = 1;
 	if (img->profile)
 		cairn_profile_prefetch(img, img->profile);
 	else if (has_hot_prefix(img))
