@@ -96,4 +96,9 @@ for p in $(daemons_of "$M"); do kill -9 "$p"; done
 i=0; while [ -n "$(daemons_of "$M")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
 cmp "$L" "$WORK/before.profile" || fail "profile changed by a killed daemon"
+ls "$WORK" | grep -q '^app.profile.trace.' || fail "the killed run left no trace (test is stale)"
+# The next learning run sweeps the dead run's trace away, and works.
+run_cold learn4 "learn=$L"
+ls "$WORK" | grep -q '^app.profile.trace.' && fail "dead run's trace left behind: $(ls "$WORK")"
+cmp "$L" "$WORK/before.profile" || fail "profile changed by a run that read nothing new"
 echo "profile: ok"

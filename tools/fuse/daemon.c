@@ -12,6 +12,7 @@
  * writes the stats file, SIGUSR2 clears the fault plan of fault= mounts. The
  * latter two are taken by a thread in sigwait(), so no handler touches state.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -266,6 +267,33 @@ static int load_profile(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 	return 0;
 }
 
+/* Traces FILE.trace.PID of learning runs that died before saving (kill -9): no
+ * process PID runs any more. Their reads were never joined to the profile. */
+static void learn_sweep(const char *dir, const char *base)
+{
+	size_t blen = strlen(base);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, ".trace.", 7))
+			continue;
+		pid = strtol(e->d_name + blen + 7, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0)) {
+			/* someone else's, or gone already: leave it */
+		}
+	}
+	closedir(d);
+}
+
 /* learn=FILE: the profile and this run's trace beside it, as absolute paths (the
  * daemon leaves the working directory before it writes them back). */
 static int learn_paths(struct cairn_fuse *cf, const char *file)
@@ -284,6 +312,7 @@ static int learn_paths(struct cairn_fuse *cf, const char *file)
 		errf("%s: %s", file, strerror(ENOMEM));
 		return -1;
 	}
+	learn_sweep(abs, base);
 	return 0;
 }
 
