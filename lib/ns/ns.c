@@ -1005,14 +1005,6 @@ ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
 	return cairn_image_read(ns->img, n->lower, buf, len, off);
 }
 
-void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
-{
-	struct ns_node *n = ns_node_get(ns, node);
-
-	if (n->type == S_IFREG && !ns_has_upper(n) && n->has_lower)
-		delivered(ns, n->lower, off, (ssize_t)len);
-}
-
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx)
 {
 	struct ns_node *n = ns_node_get(ns, node);
