@@ -33,28 +33,21 @@ umnt "$M"
 wait_file "$WORK/order" || fail "no trace"
 "$CAIRN" mkfs -q --order "$WORK/order" "$SRC" "$WORK/hot.cairn" || fail "mkfs --order"
 
-mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms || fail "mount -o prefetch"
-for r in 1 2 3 4; do
-  (for f in "$M"/d/* "$M"/e/*; do cat "$f" > /dev/null; done) &
-done
-wait
-diff -r "$SRC" "$M" || fail "prefetched image differs"
-umnt "$M"
-tsan_clean "prefetch and push"
-echo "prefetch mount: no reports"
-
-# The same trace as a profile of the image as built (prefetch=TRACE), and the
-# plain mount, whose readers drop delivered data from the cache (use-once).
-for o in "prefetch=$WORK/order,delay=1ms" "delay=1ms"; do
-  mnt "$M" "$WORK/img.cairn" -o "$o" || fail "mount -o $o"
+# The ordered image with -o prefetch; the same trace as a profile of the image
+# as built (prefetch=TRACE); the plain mount, whose readers drop delivered data
+# from the cache (use-once).
+for c in "hot.cairn prefetch,delay=1ms" "img.cairn prefetch=$WORK/order,delay=1ms" \
+         "img.cairn delay=1ms"; do
+  img=${c%% *}; o=${c#* }
+  mnt "$M" "$WORK/$img" -o "$o" || fail "mount $img -o $o"
   for r in 1 2 3 4; do
     (for f in "$M"/d/* "$M"/e/*; do cat "$f" > /dev/null; done) &
   done
   wait
-  diff -r "$SRC" "$M" || fail "-o $o: content differs"
+  diff -r "$SRC" "$M" || fail "$img -o $o: content differs"
   umnt "$M"
-  tsan_clean "-o $o"
-  echo "-o $o: no reports"
+  tsan_clean "$img -o $o"
+  echo "$img -o $o: no reports"
 done
 
 mnt "$M" "$WORK/img.cairn" -o overlay || fail "mount -o overlay"
