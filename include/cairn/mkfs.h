@@ -29,6 +29,7 @@ extern "C" {
 #endif
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -145,8 +146,9 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
 			 char *err, size_t err_len);
 
 /*
- * Order file parser (mkfs --order), pure as well: one in-image path per line, or
- * "PATH OFFSET LENGTH" range records (the mount's trace). '#' starts a comment
+ * Trace/order file parser, pure as well: the one reader of the trace format
+ * (mkfs --order, mount -o prefetch=TRACE and -o learn=FILE): one in-image path per
+ * line (the whole file), or "PATH OFFSET LENGTH" range records (the mount's trace). '#' starts a comment
  * line, blank lines are skipped. Paths are unescaped (docs/MANIFEST.md): "\\"
  * is a backslash, "\n" a newline, "\ooo" the byte of three octal digits; any
  * other backslash stands for itself.

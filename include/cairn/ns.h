@@ -54,6 +54,9 @@ struct cairn_ns;
 
 #define CAIRN_NS_OVERLAY 1u /* whole tree writable (copy-up) */
 #define CAIRN_NS_EMPTY   2u /* no image: RAM only */
+#define CAIRN_NS_USE_ONCE 4u /* the reader of cairn_ns_read_iov keeps what it gets of
+			      * image files (a kernel page cache): the image cache drops
+			      * it once delivered (cairn_image_delivered) */
 
 struct cairn_ns_config {
 	struct cairn_image *image;   /* lower tree; NULL only with CAIRN_NS_EMPTY; not owned */
@@ -128,6 +131,7 @@ ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
 /* cairn_image_hot_ranges() of a node that is an image file (not copied up);
  * 0 without calling fn for anything else. */
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx);
+
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
  * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a
  * negative errno if reading failed. *from_image (may be NULL) says which layer.

@@ -410,6 +410,8 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 
 		pthread_mutex_lock(&sh->lock);
 		s = seg_lookup(sh, idx);
+		if (s && seg_forget_gone(c, sh, s))
+			s = NULL; /* the reader dropped its copy: fetch it again */
 		if (s && s->state == SEG_READY) {
 			ra_touch |= note_hit(sh, s);
 			seg_copy(c, s, buf, off, end);
@@ -595,6 +597,40 @@ void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint6
 	seg_vec_free(&v);
 }
 
+void cairn_cache_delivered(struct cairn_cache *c, uint64_t off, uint64_t len)
+{
+	uint64_t end;
+
+	if (c->passthrough || off >= c->dev_size || !len)
+		return;
+	end = len > c->dev_size - off ? c->dev_size : off + len;
+	for (uint64_t idx = off >> c->seg_shift; idx <= (end - 1) >> c->seg_shift; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		uint64_t base = idx << c->seg_shift, a, b;
+		struct seg *s;
+		int full = 0;
+
+		a = off > base ? off : base;
+		b = end < base + c->seg_size ? end : base + c->seg_size;
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (s && s->state == SEG_READY) {
+			/* The 32nds of the segment wholly inside [a, b), the last one
+			 * counting as whole when b reaches the segment's valid end. */
+			uint64_t g = c->seg_size / 32, lo = (a - base + g - 1) / g;
+			uint64_t hi = b - base >= s->len ? 32 : (b - base) / g;
+
+			for (uint64_t i = lo; i < hi; i++)
+				s->delivered |= 1u << i;
+			s->delivered &= seg_all_delivered(c, s);
+			full = s->delivered == seg_all_delivered(c, s);
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (full)
+			seg_drop_delivered(c, idx);
+	}
+}
+
 void cairn_cache_drain(struct cairn_cache *c)
 {
 	if (c->passthrough)
@@ -625,6 +661,7 @@ void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 	out->readahead_bytes = atomic_load_explicit(&c->ra_bytes, memory_order_relaxed);
 	out->readahead_wasted = atomic_load_explicit(&c->ra_wasted, memory_order_relaxed);
 	out->evictions = atomic_load_explicit(&c->evictions, memory_order_relaxed);
+	out->dropped = atomic_load_explicit(&c->dropped, memory_order_relaxed);
 	out->resident_bytes = atomic_load_explicit(&c->resident, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
 }

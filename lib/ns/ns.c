@@ -1079,6 +1079,13 @@ void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh)
 		cairn_ramfs_release(ns->ram, fh >> 1);
 }
 
+/* CAIRN_NS_USE_ONCE: what a reader got of an image file is its to keep. */
+static void delivered(struct cairn_ns *ns, cairn_ino_t lower, uint64_t off, ssize_t got)
+{
+	if (ns->use_once && got > 0)
+		cairn_image_delivered(ns->img, lower, off, (uint64_t)got);
+}
+
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off)
 {
 	struct ns_node *n = ns_node_get(ns, node);
@@ -1103,6 +1110,7 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 		      cairn_iov_fn fn, void *ctx, int *from_image)
 {
 	struct ns_node *n = ns_node_get(ns, node);
+	cairn_ino_t lower;
 	struct iovec iov;
 	ssize_t got;
 	int rc;
@@ -1130,7 +1138,8 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	iov.iov_base = malloc(len ? len : 1);
 	if (!iov.iov_base)
 		return -ENOMEM;
-	got = cairn_image_read(ns->img, n->lower, iov.iov_base, len, off);
+	lower = n->lower; /* n may be forgotten once fn has replied */
+	got = cairn_image_read(ns->img, lower, iov.iov_base, len, off);
 	if (got < 0) {
 		free(iov.iov_base);
 		return (int)got;
@@ -1138,6 +1147,8 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	iov.iov_len = (size_t)got;
 	rc = fn(ctx, &iov, 1, (size_t)got);
 	free(iov.iov_base);
+	if (!rc)
+		delivered(ns, lower, off, got);
 	return rc;
 }
 

@@ -54,6 +54,7 @@ struct cairn_ns {
 	struct cairn_image *img;    /* NULL when empty */
 	struct cairn_ramfs *ram;    /* NULL when read-only */
 	int overlay;                /* whole tree writable */
+	int use_once;               /* CAIRN_NS_USE_ONCE */
 	struct ns_node *root;
 	struct ns_node *all;        /* list of every node but the root */
 	struct ns_table lower_tab, upper_tab;

@@ -169,6 +169,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	pthread_cond_init(&ns->copy_done, NULL);
 	ns->img = empty ? NULL : cfg->image;
 	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
+	ns->use_once = !empty && (cfg->flags & CAIRN_NS_USE_ONCE);
 	rc = ns_table_init(&ns->lower_tab);
 	if (!rc)
 		rc = ns_table_init(&ns->upper_tab);

@@ -30,7 +30,11 @@ struct cairn_fuse {
 	struct fuse_session *se;
 	const struct cairn_mount_opts *o;
 	struct cairn_trace *trace;      /* NULL unless trace= */
-	struct cairn_push *push;        /* NULL unless -o prefetch on an ordered image */
+	struct cairn_push *push;        /* NULL unless prefetching with hot ranges */
+	int prefetching;                /* -o prefetch, or a profile was loaded */
+	struct cairn_profile_stats profile; /* what the loaded profile matched */
+	char *learn_path;               /* learn=: the profile, absolute (malloc'd) */
+	char *learn_trace;              /* ... and this run's trace beside it */
 	char *mnt_abs;                  /* absolute mountpoint */
 	char *stats_path;               /* stats= as an absolute path, or NULL (owned) */
 	pthread_mutex_t init_lock;

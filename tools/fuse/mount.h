@@ -13,6 +13,10 @@ struct cairn_mount_opts {
 	const char *tmp_paths;          /* "/tmp:/var/log" or NULL */
 	const char *stats_file;         /* IO counters at unmount and on SIGUSR1 */
 	const char *trace_file;         /* first-read order, for mkfs --order */
+	const char *prefetch_file;      /* prefetch=TRACE: a profile to prefetch and push */
+	const char *learn_file;         /* learn=FILE: a profile kept up to date */
+	int no_profile;                 /* noprofile: ignore IMAGE.profile */
+	int keep_data;                  /* keep_data: cache file data after replying too */
 	struct cairn_open_opts open;
 	struct cairn_fault_config fault;
 	int has_fault;
