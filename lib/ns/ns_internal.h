@@ -65,6 +65,7 @@ struct cairn_ns {
 	cairn_ino_t *tmp_roots;     /* RAM inodes of the tmp= subtrees */
 	size_t n_tmp_roots;
 	uint64_t ino_offset;        /* added to RAM inode numbers shown to users */
+	size_t ram_chunk;           /* the RAM fs's chunk size: the grain of holes */
 	uint64_t nodes, copy_ups;
 };
 
@@ -100,7 +101,7 @@ void ns_set_del(struct ns_set *s, uint64_t key);
 uint64_t ns_set_count(const struct ns_set *s, uint64_t key);
 int ns_set_inc(struct ns_set *s, uint64_t key);
 
-/* copyup.c */
+/* copy.c: the one copy routine from the image into the RAM layer. */
 /* Copy image object `lower` to name in RAM dir `updir`; *st gets its attributes and
  * one RAM lookup reference. Only file data below `keep` bytes is copied (the rest
  * reads as a hole until the caller truncates): NS_KEEP_ALL for all of it. On
@@ -108,6 +109,20 @@ int ns_set_inc(struct ns_set *s, uint64_t key);
 #define NS_KEEP_ALL UINT64_MAX
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
 		   size_t len, uint64_t keep, struct cairn_stat *st);
+/* Everything but the object itself onto RAM inode ino: the data below keep,
+ * xattrs, with NS_COPY_ORIGIN the origin xattr (copy-up), then mode, owner and
+ * times of image object ls (ls->ino is its image inode); *st (may be NULL) gets
+ * the result. */
+#define NS_COPY_ORIGIN 1u
+int ns_fill_object(struct cairn_ns *ns, const struct cairn_stat *ls, cairn_ino_t ino,
+		   uint64_t keep, unsigned flags, struct cairn_stat *st);
+/* Seed RAM dir dst with the content of image dir lower (recursively, with hard
+ * links inside the subtree kept), then give dst lower's xattrs and attributes.
+ * Directories already there are merged; any other name already there gives
+ * -EEXIST. What was copied before an error stays. */
+int ns_seed_dir(struct cairn_ns *ns, cairn_ino_t dst, cairn_ino_t lower);
+
+/* copyup.c */
 /* Give n an upper inode (parents first), copying data below `keep` (see above).
  * -EROFS when the namespace forbids it. Lock held. With may_unlock, a regular
  * file's data is copied with the lock dropped meanwhile (so the caller must hold
