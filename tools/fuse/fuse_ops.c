@@ -86,16 +86,6 @@ static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe
 	to_stat(&e->st, &fe->attr);
 }
 
-/* With FUSE_HANDLE_KILLPRIV_V2 (killpriv.c) the kernel leaves dropping file
- * capabilities on write, truncate and chown to us, as it would do itself. */
-static void drop_caps(fuse_req_t req, fuse_ino_t ino)
-{
-	struct cairn_fuse *cf = ctx_of(req);
-
-	if (__atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED))
-		cairn_ns_removexattr(cf->ns, ino, "security.capability"); /* mostly ENODATA */
-}
-
 static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
 {
 	struct fuse_entry_param fe;
@@ -220,10 +210,6 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 		fuse_reply_err(req, to_errno(rc));
 		return;
 	}
-	if ((sa.valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) && S_ISREG(e.st.mode)) {
-		drop_caps(req, ino);
-		cairn_ns_getattr(ctx_of(req)->ns, ino, &e); /* the ctime may have moved */
-	}
 	to_stat(&e.st, &st);
 	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
@@ -323,8 +309,6 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* With the write-back cache the kernel places appends itself and writes
 	 * pages back at their offsets; appending again here would move them. */
 	f->append = (fi->flags & O_APPEND) && !ctx_of(req)->o->writeback;
-	if (fi->flags & O_TRUNC)
-		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Nothing is buffered here, so close() need not ask (FLUSH) at all; with
 	 * the write-back cache the kernel still writes back and reports errors.
@@ -467,8 +451,6 @@ static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, si
 	sid = cred.uid != 0 && __atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED) &&
 	      cairn_ns_getattr(cf->ns, ino, &e) == 0 && (e.st.mode & (S_ISUID | S_ISGID));
 	n = cairn_ns_write(cf->ns, ino, buf, size, (uint64_t)off, f && f->append, &cred);
-	if (n > 0)
-		drop_caps(req, ino);
 	/* The write cleared set-user-ID behind the kernel's back (KILLPRIV_V2):
 	 * drop its cached mode before write() returns. */
 	if (n > 0 && sid)
