@@ -20,6 +20,9 @@
 #include "ns_internal.h"
 
 #define COPY_CHUNK (1u << 20)
+/* Whole reads are chunk-aligned pieces for every chunk size the RAM fs takes
+ * (powers of two up to 1 MiB, cairn_ramfs_config). */
+_Static_assert(COPY_CHUNK % (1u << 20) == 0, "COPY_CHUNK must be a multiple of 1 MiB");
 #define SEED_MAX_DEPTH 1024     /* deeper than any sane tree: a loop in a corrupt image */
 
 static int all_zero(const unsigned char *p, size_t n)

@@ -18,6 +18,12 @@
 #define RO_TIMEOUT 86400.0
 #define RW_TIMEOUT 1.0
 
+/* Node ids (node addresses, cairn/ns.h) are the kernel's inode numbers, and a
+ * file handle carries a pointer. */
+_Static_assert(sizeof(fuse_ino_t) >= sizeof(uint64_t), "fuse_ino_t must hold node ids");
+_Static_assert(sizeof(((struct fuse_file_info *)0)->fh) >= sizeof(uintptr_t),
+	       "fi->fh must hold a pointer");
+
 /* An open file: what release needs, and whether the kernel may keep its pages. */
 struct cairn_fuse_file {
 	uint64_t ns_fh;
