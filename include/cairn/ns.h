@@ -6,7 +6,8 @@
  *   read-only   the image alone; every write gives -EROFS.
  *   tmp paths   the image, with RAM subtrees at given paths (`/tmp:/var/log`).
  *               A RAM subtree is seeded with the image's content at that path,
- *               if any. Missing parents appear as read-only empty directories.
+ *               if any, by the copy routine copy-up uses (same holes, same
+ *               xattrs). Missing parents appear as read-only empty directories.
  *   overlay     the whole tree is writable: an object is copied up into RAM
  *               (data, metadata, xattrs, parents first) the first time it is
  *               changed; deletions leave whiteouts; a directory removed and made

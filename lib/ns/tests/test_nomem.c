@@ -140,10 +140,51 @@ static void test_rename_nomem(void **state)
 	assert_true(k > 1); /* the hook saw allocations: the test tested something */
 }
 
+/* An O_TMPFILE file named with link(): named (the node knows it) or not at all. */
+static void test_tmpfile_link_nomem(void **state)
+{
+	long k;
+
+	(void)state;
+#ifdef NO_MALLOC_HOOK
+	skip();
+#endif
+	for (k = 1; k < 10000; k++) {
+		struct cairn_ns_config c = { .flags = CAIRN_NS_EMPTY };
+		struct cairn_ns_entry t, e;
+		struct cairn_ns *ns;
+		uint64_t d;
+		int rc;
+
+		assert_int_equal(cairn_ns_new(&c, &ns), 0);
+		d = mk(ns, CAIRN_NS_ROOT, "d", 1);
+		assert_int_equal(cairn_ns_tmpfile(ns, d, 0600, &root, &t), 0);
+		fail_in = k;
+		rc = cairn_ns_link(ns, t.node, d, "t", 1, &e);
+		fail_in = 0;
+		if (rc == 0) {
+			assert_true(exists(ns, d, "t"));
+			path_is(ns, t.node, "/d/t");
+			cairn_ns_forget(ns, e.node, 1);
+		} else {
+			assert_int_equal(rc, -ENOMEM);
+			assert_false(exists(ns, d, "t"));
+		}
+		cairn_ns_forget(ns, t.node, 1);
+		cairn_ns_forget(ns, d, 1);
+		cairn_ns_free(ns);
+		if (rc == 0)
+			break;
+	}
+	print_message("link ran with %ld allocations failing in turn\n", k - 1);
+	assert_true(k > 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rename_nomem),
+		cmocka_unit_test(test_tmpfile_link_nomem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
