@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <unistd.h>
 #include "ns_internal.h"
 
@@ -70,8 +69,8 @@ static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *
 	st->ino = n->st_ino;
 	/* A merged directory's link count is unknown without a full listing; 1 tells
 	 * find(1) not to count subdirectories, as overlayfs does. */
-	if (S_ISDIR(st->mode) && up && n->has_lower && !ns_set_has(&ns->opaque, n->upper) &&
-	    ns_writable(ns, n))
+	if (S_ISDIR(st->mode) && up && n->has_lower && ns_writable(ns, n) &&
+	    !ns_upper_hides(ns, n->upper, locked))
 		st->nlink = 1;
 	return 0;
 }
