@@ -3,8 +3,8 @@
  * Overlay copy-up: giving a node its RAM inode, parents first, with the copy
  * routine of copy.c. A regular file's data is copied without the namespace lock.
  */
+#include <assert.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +33,7 @@ static int copy_file_unlocked(struct cairn_ns *ns, struct ns_node *n, const stru
 
 	if (rc)
 		return rc;
+	assert(!n->copying && !ns_has_upper(n)); /* one copy at a time (ns_copy_up waits) */
 	n->copying = 1;
 	n->pins++;
 	pthread_mutex_unlock(&ns->lock);
@@ -54,6 +55,7 @@ static int copy_file_unlocked(struct cairn_ns *ns, struct ns_node *n, const stru
 	}
 	if (rc)
 		cairn_ramfs_forget(ns->ram, st->ino, 1); /* the nameless copy goes */
+	assert(n->pins > 0 && n->copying);
 	n->pins--;
 	n->copying = 0;
 	pthread_cond_broadcast(&ns->copy_done);
