@@ -96,88 +96,83 @@ static void path_is(struct cairn_ns *ns, uint64_t node, const char *want)
 	assert_string_equal(buf, want);
 }
 
-/* /d1/a -> /d2/b, the node of a held across it: with every allocation failing
- * in turn, the node's path always matches the tree. */
-static void test_rename_nomem(void **state)
+/* Runs step on a fresh RAM-only namespace with its 1st, 2nd, ... allocation
+ * failing (step arms fail_in around the call under test) until step's call
+ * succeeds: then nothing was left to fail. */
+static void each_failing_alloc(const char *what, int (*step)(struct cairn_ns *ns, long k))
 {
 	long k;
 
-	(void)state;
 #ifdef NO_MALLOC_HOOK
 	skip();
 #endif
 	for (k = 1; k < 10000; k++) {
 		struct cairn_ns_config c = { .flags = CAIRN_NS_EMPTY };
 		struct cairn_ns *ns;
-		uint64_t d1, d2, a;
 		int rc;
 
 		assert_int_equal(cairn_ns_new(&c, &ns), 0);
-		d1 = mk(ns, CAIRN_NS_ROOT, "d1", 1);
-		d2 = mk(ns, CAIRN_NS_ROOT, "d2", 1);
-		a = mk(ns, d1, "a", 0);
-		fail_in = k;
-		rc = cairn_ns_rename(ns, d1, "a", 1, d2, "b", 1, 0);
-		fail_in = 0;
-		if (rc == 0) {
-			assert_false(exists(ns, d1, "a"));
-			assert_true(exists(ns, d2, "b"));
-			path_is(ns, a, "/d2/b");
-		} else {
-			assert_int_equal(rc, -ENOMEM);
-			assert_true(exists(ns, d1, "a"));
-			assert_false(exists(ns, d2, "b"));
-			path_is(ns, a, "/d1/a");
-		}
-		cairn_ns_forget(ns, a, 1);
-		cairn_ns_forget(ns, d1, 1);
-		cairn_ns_forget(ns, d2, 1);
-		cairn_ns_free(ns);
-		if (rc == 0)
-			break; /* no allocation left to fail */
-	}
-	print_message("rename ran with %ld allocations failing in turn\n", k - 1);
-	assert_true(k > 1); /* the hook saw allocations: the test tested something */
-}
-
-/* An O_TMPFILE file named with link(): named (the node knows it) or not at all. */
-static void test_tmpfile_link_nomem(void **state)
-{
-	long k;
-
-	(void)state;
-#ifdef NO_MALLOC_HOOK
-	skip();
-#endif
-	for (k = 1; k < 10000; k++) {
-		struct cairn_ns_config c = { .flags = CAIRN_NS_EMPTY };
-		struct cairn_ns_entry t, e;
-		struct cairn_ns *ns;
-		uint64_t d;
-		int rc;
-
-		assert_int_equal(cairn_ns_new(&c, &ns), 0);
-		d = mk(ns, CAIRN_NS_ROOT, "d", 1);
-		assert_int_equal(cairn_ns_tmpfile(ns, d, 0600, &root, &t), 0);
-		fail_in = k;
-		rc = cairn_ns_link(ns, t.node, d, "t", 1, &e);
-		fail_in = 0;
-		if (rc == 0) {
-			assert_true(exists(ns, d, "t"));
-			path_is(ns, t.node, "/d/t");
-			cairn_ns_forget(ns, e.node, 1);
-		} else {
-			assert_int_equal(rc, -ENOMEM);
-			assert_false(exists(ns, d, "t"));
-		}
-		cairn_ns_forget(ns, t.node, 1);
-		cairn_ns_forget(ns, d, 1);
+		rc = step(ns, k);
 		cairn_ns_free(ns);
 		if (rc == 0)
 			break;
+		assert_int_equal(rc, -ENOMEM);
 	}
-	print_message("link ran with %ld allocations failing in turn\n", k - 1);
-	assert_true(k > 1);
+	print_message("%s ran with %ld allocations failing in turn\n", what, k - 1);
+	assert_true(k > 1); /* the hook saw allocations: the test tested something */
+}
+
+/* /d1/a -> /d2/b, the node of a held across it: the node's path always matches
+ * the tree. */
+static int rename_step(struct cairn_ns *ns, long k)
+{
+	uint64_t d1 = mk(ns, CAIRN_NS_ROOT, "d1", 1), d2 = mk(ns, CAIRN_NS_ROOT, "d2", 1);
+	uint64_t a = mk(ns, d1, "a", 0);
+	int rc;
+
+	fail_in = k;
+	rc = cairn_ns_rename(ns, d1, "a", 1, d2, "b", 1, 0);
+	fail_in = 0;
+	assert_int_equal(exists(ns, d1, "a"), rc != 0);
+	assert_int_equal(exists(ns, d2, "b"), rc == 0);
+	path_is(ns, a, rc ? "/d1/a" : "/d2/b");
+	cairn_ns_forget(ns, a, 1);
+	cairn_ns_forget(ns, d1, 1);
+	cairn_ns_forget(ns, d2, 1);
+	return rc;
+}
+
+static void test_rename_nomem(void **state)
+{
+	(void)state;
+	each_failing_alloc("rename", rename_step);
+}
+
+/* An O_TMPFILE file named with link(): named (the node knows it) or not at all. */
+static int tmpfile_link_step(struct cairn_ns *ns, long k)
+{
+	uint64_t d = mk(ns, CAIRN_NS_ROOT, "d", 1);
+	struct cairn_ns_entry t, e;
+	int rc;
+
+	assert_int_equal(cairn_ns_tmpfile(ns, d, 0600, &root, &t), 0);
+	fail_in = k;
+	rc = cairn_ns_link(ns, t.node, d, "t", 1, &e);
+	fail_in = 0;
+	assert_int_equal(exists(ns, d, "t"), rc == 0);
+	if (rc == 0) {
+		path_is(ns, t.node, "/d/t");
+		cairn_ns_forget(ns, e.node, 1);
+	}
+	cairn_ns_forget(ns, t.node, 1);
+	cairn_ns_forget(ns, d, 1);
+	return rc;
+}
+
+static void test_tmpfile_link_nomem(void **state)
+{
+	(void)state;
+	each_failing_alloc("link of an O_TMPFILE file", tmpfile_link_step);
 }
 
 int main(void)
