@@ -30,6 +30,11 @@ ifeq ($(SAN),tsan)
 SAN_CFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 LDSAN    := -fsanitize=thread
 endif
+# Debug builds (DEBUG=1, and every sanitizer build) abort on a caller's misuse
+# the library otherwise counts and survives (an over-forget of a namespace node).
+ifneq ($(SAN)$(DEBUG),)
+SAN_CFLAGS += -DCAIRN_DEBUG
+endif
 ALL_CFLAGS = $(STD_CFLAGS) -fPIC $(WARN) $(CFLAGS) $(SAN_CFLAGS) \
              $(INC_CFLAGS) $(PKG_CFLAGS) -DCAIRN_VERSION=\"$(VERSION)\"
 LDLIBS    = $(PKG_LIBS) -lpthread -lm $(LDSAN)

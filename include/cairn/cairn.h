@@ -3,6 +3,7 @@
 #ifndef CAIRN_CAIRN_H
 #define CAIRN_CAIRN_H
 #include <cairn/error.h>
+#include <cairn/types.h>
 #include <cairn/format.h>
 #include <cairn/bdev.h>
 #include <cairn/verify.h>

@@ -21,24 +21,10 @@ extern "C" {
 #include <sys/types.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
+#include <cairn/types.h>
 #include <cairn/verify.h>
 
 struct cairn_image;
-typedef uint64_t cairn_ino_t;
-
-struct cairn_time { int64_t sec; uint32_t nsec; };
-
-/* Attributes shared by every tree (image, RAM fs, namespace). */
-struct cairn_stat {
-	cairn_ino_t ino;
-	uint32_t mode;          /* st_mode */
-	uint32_t nlink;
-	uint32_t uid, gid;
-	uint64_t size;
-	uint64_t blocks;        /* 512-byte units */
-	uint64_t rdev;
-	struct cairn_time atime, mtime, ctime;
-};
 
 /* Summary of an image for `cairn info`. */
 struct cairn_image_info {
@@ -50,11 +36,6 @@ struct cairn_image_info {
 	int64_t build_time;
 	uint8_t uuid[16];
 };
-
-/* readdir callback: return nonzero to stop. `next` is the cookie that resumes
- * after this entry. Cookies are stable: 1 = ".", 2 = "..", 3 + i = entry i. */
-typedef int (*cairn_dirent_cb)(void *ctx, const char *name, size_t name_len,
-			       cairn_ino_t ino, unsigned dtype, uint64_t next);
 
 int cairn_image_open(struct cairn_cache *cache, struct cairn_image **out);
 /* As cairn_image_open(); on failure also writes a one-line reason ("bad superblock
@@ -77,6 +58,8 @@ int cairn_image_lookup(struct cairn_image *img, cairn_ino_t dir, const char *nam
  * (at most 40, then -ELOOP); the last one too when `follow` is set. */
 int cairn_image_resolve(struct cairn_image *img, const char *path, int follow,
 			cairn_ino_t *out);
+/* cb is called with no lock held and no buffer of the reader's in use, so it may
+ * call back into the reader (look up, read, list another directory). */
 int cairn_image_readdir(struct cairn_image *img, cairn_ino_t dir, uint64_t cookie,
 			cairn_dirent_cb cb, void *ctx);
 /* Regular files: bytes read (0 at or past EOF). Holes read as zeros. */
@@ -203,6 +186,13 @@ int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_count
 int cairn_image_root_digest(struct cairn_image *img, uint8_t out[CAIRN_DIGEST_LEN]);
 /* The fault device of such a stack, or NULL. */
 struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img);
+
+/* The entries of dir from cookie on, but "." and "..", at most max of them (0 =
+ * all), in one allocation: *out (the caller frees it; NULL when there are none)
+ * and their count, or a negative errno. For walking a tree without holding a
+ * callback open across the walk. */
+ssize_t cairn_image_readdir_alloc(struct cairn_image *img, cairn_ino_t dir, uint64_t cookie,
+				  size_t max, struct cairn_dirent **out);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,7 @@ static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, siz
 	cairn_ramfs_forget(ns->ram, st.ino, 1);
 	*out = st.ino;
 	if (have_low && seed)
-		rc = cairn_ramfs_copy_from_image(ns->ram, st.ino, ns->img, low);
+		rc = ns_seed_dir(ns, st.ino, low);
 	return rc;
 }
 
@@ -193,9 +193,13 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 		rc_cfg.root_gid = rs.gid;
 	}
 	if (ns->overlay || has_tmp) {
+		struct cairn_statfs sf;
+
 		rc = cairn_ramfs_new(&rc_cfg, &ns->ram);
 		if (rc)
 			goto fail;
+		cairn_ramfs_statfs(ns->ram, &sf);
+		ns->ram_chunk = (size_t)sf.block_size;
 	}
 	rc = make_root(ns);
 	if (!rc && ns->img && ns->ram)

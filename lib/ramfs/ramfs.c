@@ -3,6 +3,7 @@
  * The RAM fs object: inode table, reference counting, space accounting and
  * attributes. See internal.h for the locking rules.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,7 @@ void ramfs_put(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t count)
 {
 	uint_fast64_t old = atomic_fetch_sub_explicit(&n->refs, count, memory_order_acq_rel);
 
+	assert(old >= count); /* a reference dropped that was never taken */
 	if (old == count)
 		ramfs_inode_discard(fs, n);
 }

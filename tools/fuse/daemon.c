@@ -126,7 +126,8 @@ static void write_stats(struct cairn_fuse *cf)
 		fprintf(f, "push_files %" PRIu64 "\npush_bytes %" PRIu64 "\n", files, bytes);
 	}
 	cairn_ns_usage(cf->ns, &u);
-	fprintf(f, "ns_nodes %" PRIu64 "\nns_copy_ups %" PRIu64 "\n", u.nodes, u.copy_ups);
+	fprintf(f, "ns_nodes %" PRIu64 "\nns_copy_ups %" PRIu64 "\nns_over_forgets %" PRIu64 "\n",
+		u.nodes, u.copy_ups, u.over_forgets);
 	fprintf(f, "ram_data_bytes %" PRIu64 "\nram_meta_bytes %" PRIu64 "\nram_inodes %" PRIu64
 		"\n", u.ram.data_bytes, u.ram.meta_bytes, u.ram.inodes);
 	rss_kb(&rss, &hwm);

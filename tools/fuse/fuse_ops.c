@@ -19,6 +19,12 @@
 #define RO_TIMEOUT 86400.0
 #define RW_TIMEOUT 1.0
 
+/* Node ids (node addresses, cairn/ns.h) are the kernel's inode numbers, and a
+ * file handle carries a pointer. */
+_Static_assert(sizeof(fuse_ino_t) >= sizeof(uint64_t), "fuse_ino_t must hold node ids");
+_Static_assert(sizeof(((struct fuse_file_info *)0)->fh) >= sizeof(uintptr_t),
+	       "fi->fh must hold a pointer");
+
 /* An open file: what release needs, and whether the kernel may keep its pages. */
 struct cairn_fuse_file {
 	uint64_t ns_fh;
@@ -85,16 +91,6 @@ static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe
 	fe->attr_timeout = attr_timeout_of(e);
 	fe->entry_timeout = timeout_of(e);
 	to_stat(&e->st, &fe->attr);
-}
-
-/* With FUSE_HANDLE_KILLPRIV_V2 (killpriv.c) the kernel leaves dropping file
- * capabilities on write, truncate and chown to us, as it would do itself. */
-static void drop_caps(fuse_req_t req, fuse_ino_t ino)
-{
-	struct cairn_fuse *cf = ctx_of(req);
-
-	if (__atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED))
-		cairn_ns_removexattr(cf->ns, ino, "security.capability"); /* mostly ENODATA */
 }
 
 static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
@@ -221,10 +217,6 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 		fuse_reply_err(req, to_errno(rc));
 		return;
 	}
-	if ((sa.valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) && S_ISREG(e.st.mode)) {
-		drop_caps(req, ino);
-		cairn_ns_getattr(ctx_of(req)->ns, ino, &e); /* the ctime may have moved */
-	}
 	to_stat(&e.st, &st);
 	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
@@ -324,8 +316,6 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* With the write-back cache the kernel places appends itself and writes
 	 * pages back at their offsets; appending again here would move them. */
 	f->append = (fi->flags & O_APPEND) && !ctx_of(req)->o->writeback;
-	if (fi->flags & O_TRUNC)
-		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Nothing is buffered here, so close() need not ask (FLUSH) at all; with
 	 * the write-back cache the kernel still writes back and reports errors.
@@ -496,8 +486,6 @@ static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, si
 	sid = cred.uid != 0 && __atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED) &&
 	      cairn_ns_getattr(cf->ns, ino, &e) == 0 && (e.st.mode & (S_ISUID | S_ISGID));
 	n = cairn_ns_write(cf->ns, ino, buf, size, (uint64_t)off, f && f->append, &cred);
-	if (n > 0)
-		drop_caps(req, ino);
 	/* The write cleared set-user-ID behind the kernel's back (KILLPRIV_V2):
 	 * drop its cached mode before write() returns. */
 	if (n > 0 && sid)
