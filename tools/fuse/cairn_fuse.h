@@ -76,6 +76,7 @@ int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out);
  * inode; called before the reply that tells the kernel of the node. */
 void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino);
 void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes);
+void cairn_push_halt(struct cairn_push *p);
 void cairn_push_stop(struct cairn_push *p);
 
 #endif

@@ -752,6 +752,7 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	ret = rc < 0 ? 1 : 0;
 out:
 	if (mounted) {
+		cairn_push_halt(cf.push); /* it writes to the channel unmount closes */
 		fuse_session_unmount(cf.se);
 		write_stats(&cf);
 	}

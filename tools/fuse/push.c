@@ -42,6 +42,7 @@ struct cairn_push {
 	uint64_t *seen;           /* open-addressed set of image inodes queued once */
 	size_t seen_mask, seen_count;
 	int stop;
+	int joined;               /* the thread has ended (cairn_push_halt) */
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
@@ -290,16 +291,27 @@ void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Ends the thread, dropping the references of ranges never pushed. NULL is a no-op. */
-void cairn_push_stop(struct cairn_push *p)
+/* Ends the thread, so nothing writes to the FUSE channel any more (call it before
+ * the session is unmounted: unmounting closes the channel's descriptor). The
+ * counters stay readable. NULL or a second call is a no-op. */
+void cairn_push_halt(struct cairn_push *p)
 {
-	if (!p)
+	if (!p || p->joined)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = 1;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->tid, NULL);
+	p->joined = 1;
+}
+
+/* Ends the thread, dropping the references of ranges never pushed. NULL is a no-op. */
+void cairn_push_stop(struct cairn_push *p)
+{
+	if (!p)
+		return;
+	cairn_push_halt(p);
 	for (size_t i = 0; i < p->n; i++)
 		cairn_ns_forget(p->cf->ns, p->heap[i].node, 1);
 	pthread_cond_destroy(&p->cond);
