@@ -30,8 +30,8 @@ mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)$/\1/p' \
 : "${mirror:=http://deb.debian.org/debian}"
 
 unmount_root() {
-  for m in dev sys proc; do
-    if mountpoint -q "$root/$m"; then umount -R "$root/$m" || umount -R -l "$root/$m"; fi
+  for m in "$root" "$root/dev" "$root/sys" "$root/proc"; do
+    if mountpoint -q "$m"; then umount -R "$m" || umount -R -l "$m"; fi
   done
 }
 # Processes left running in the root (a daemon a test forgot) are ended, by pid.
@@ -60,10 +60,13 @@ fi
 # fresh_root: a new root from the base, with apt pointed at the same suites as
 # here (updates and security too, as an installed machine has), no services
 # started by package installs (the chroot shares this machine's network), and
-# make installed.
+# make installed. The root is a mount point, bound onto itself.
 fresh_root() {
   unmount_root
-  rm -rf "$root"
+  if awk -v r="$root" '$2 == r || index($2, r "/") == 1 { f = 1 } END { exit !f }' /proc/self/mounts; then
+    echo "fresh-machine: something is still mounted under $root" >&2; return 1
+  fi
+  rm -rf --one-file-system "$root"
   mkdir -p "$root"
   tar -C "$root" -xf "$base"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
@@ -74,6 +77,9 @@ deb ${mirror%/debian}/debian-security bookworm-security main
 EOS
   printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
   chmod 755 "$root/usr/sbin/policy-rc.d"
+  # / is a mount point on a machine (unshare --propagation needs one), and a
+  # private one here, so nothing mounted in the root shows up outside it.
+  mount --bind "$root" "$root" && mount --make-private "$root"
   mount --bind /proc "$root/proc"
   mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
