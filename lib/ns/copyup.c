@@ -192,9 +192,22 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 	return rc;
 }
 
+/* A copy-up is no change the user made to the directory it lands in, so that
+ * keeps its times, as overlayfs's copy-up does. Best effort. */
+static void keep_dir_times(struct cairn_ns *ns, cairn_ino_t dir, const struct cairn_stat *before)
+{
+	struct cairn_setattr sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.valid = CAIRN_SET_ATIME | CAIRN_SET_MTIME;
+	sa.atime = before->atime;
+	sa.mtime = before->mtime;
+	cairn_ramfs_setattr(ns->ram, dir, &sa, NULL, NULL);
+}
+
 int ns_copy_up(struct cairn_ns *ns, struct ns_node *n)
 {
-	struct cairn_stat st;
+	struct cairn_stat st, pst;
 	int rc;
 
 	if (ns_has_upper(n))
@@ -202,6 +215,8 @@ int ns_copy_up(struct cairn_ns *ns, struct ns_node *n)
 	if (!ns->overlay || !n->has_lower || !n->parent)
 		return -EROFS;
 	rc = ns_copy_up(ns, n->parent);
+	if (!rc)
+		rc = cairn_ramfs_getattr(ns->ram, n->parent->upper, &pst);
 	if (rc)
 		return rc;
 	rc = ns_copy_object(ns, n->lower, n->parent->upper, n->name, n->name_len, &st);
@@ -209,6 +224,7 @@ int ns_copy_up(struct cairn_ns *ns, struct ns_node *n)
 		rc = -ESTALE; /* the name now holds something else (a whiteout after unlink) */
 	if (rc)
 		return rc;
+	keep_dir_times(ns, n->parent->upper, &pst);
 	n->upper = st.ino;
 	__atomic_store_n(&n->has_upper, 1, __ATOMIC_RELEASE);
 	ns_table_add_upper(ns, n);

@@ -186,6 +186,19 @@ static int make_whiteout(struct cairn_ns *ns, cairn_ino_t dir, const char *name,
 	return rc;
 }
 
+/* The inode number users see for a RAM inode no image object is merged with:
+ * the image's for a copy-up (its origin), else the RAM number past the image's. */
+static uint64_t upper_st_ino(struct cairn_ns *ns, cairn_ino_t up)
+{
+	uint64_t origin;
+
+	if (ns->img && ns->overlay &&
+	    cairn_ramfs_getxattr(ns->ram, up, NS_XATTR_ORIGIN, &origin, sizeof(origin)) ==
+		    sizeof(origin))
+		return origin;
+	return up + ns->ino_offset;
+}
+
 /* Make a node for a looked-up or created object, or find the one standing for it.
  * `up` (with one RAM reference, which the node keeps or drops) and `lower` may
  * each be absent. Lock held. */
@@ -219,14 +232,7 @@ static int get_node(struct cairn_ns *ns, struct ns_node *parent, const char *nam
 		n->has_upper = 1;
 	}
 	n->tmp = parent->tmp || (up && is_tmp_root(ns, up->ino));
-	n->st_ino = has_lower ? lower : up->ino + ns->ino_offset;
-	if (!has_lower && ns->img && ns->overlay) {
-		uint64_t origin;
-
-		if (cairn_ramfs_getxattr(ns->ram, up->ino, NS_XATTR_ORIGIN, &origin,
-					 sizeof(origin)) == sizeof(origin))
-			n->st_ino = origin;
-	}
+	n->st_ino = has_lower ? lower : upper_st_ino(ns, up->ino);
 	ns_node_add(ns, n, share_lower);
 	*out = n;
 	return 0;
@@ -547,6 +553,17 @@ static void entry_dir_layers(struct cairn_ns *ns, const struct mentry *m, int *h
 	*low = m->lower;
 }
 
+/* Does the entry show a directory of the image? A directory made where an image
+ * entry was deleted is opaque: it is the RAM layer's alone. */
+static int entry_lower_dir(struct cairn_ns *ns, const struct mentry *m)
+{
+	int hu, hl;
+	cairn_ino_t u, l;
+
+	entry_dir_layers(ns, m, &hu, &u, &hl, &l);
+	return S_ISDIR(entry_mode(m)) && hl;
+}
+
 static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len, int isdir)
 {
 	struct ns_node *d = ns_node_get(ns, dir);
@@ -701,10 +718,7 @@ static int do_rename(struct cairn_ns *ns, struct ns_node *od, const char *oname,
 		}
 	}
 	/* Directories from the image do not move (overlayfs without redirect_dir). */
-	if (S_ISDIR(entry_mode(&src)) && src.in_lower && !src.whiteout)
-		return -EXDEV;
-	if ((flags & RENAME_EXCHANGE) && S_ISDIR(entry_mode(&dst)) && dst.in_lower &&
-	    !dst.whiteout)
+	if (entry_lower_dir(ns, &src) || ((flags & RENAME_EXCHANGE) && entry_lower_dir(ns, &dst)))
 		return -EXDEV;
 	src_had_lower = src.in_lower && !src.whiteout;
 	rc = copy_up_entry(ns, od, oname, olen, &src);
@@ -856,7 +870,7 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 
 		for (size_t i = 0; !rc && i < l.n && !stop; i++) {
 			struct ns_dent *de = &l.e[i];
-			uint64_t ino = de->ino + ns->ino_offset;
+			uint64_t ino;
 			struct ns_node *n;
 
 			if (de->dtype == DT_CHR) {
@@ -868,9 +882,10 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 			}
 			pthread_mutex_lock(&ns->lock);
 			n = ns_table_find_upper(ns, de->ino);
-			if (n)
-				ino = n->st_ino;
+			ino = n ? n->st_ino : 0;
 			pthread_mutex_unlock(&ns->lock);
+			if (!ino) /* the number a lookup would give it */
+				ino = upper_st_ino(ns, de->ino);
 			stop = cb(ctx, de->name, de->len, ino, de->dtype, de->next);
 		}
 		if (l.n)
