@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 #include <cairn/cairn.h>
@@ -94,6 +95,12 @@ static const struct image_ent image_tree[] = {
 	{ "tmp/sd/x", T_REG, 0600, "x in sd" },
 };
 #define NIMAGE ((int)(sizeof(image_tree) / sizeof(image_tree[0])))
+/* Image objects given user.m=IMAGE_XATTR, if the host fs takes user xattrs. */
+#define IMAGE_XATTR "img"
+static int image_has_xattr(const char *path)
+{
+	return !strcmp(path, "etc/motd") || !strcmp(path, "etc/conf") || !strcmp(path, "tmp/seed");
+}
 #define IMAGE_MTIME(i) (1000000000 + 1000 * (int64_t)(i))
 
 static unsigned char big_byte(size_t i)
@@ -114,6 +121,8 @@ struct obj {
 	size_t size;
 	unsigned char *data;    /* MAXSIZE bytes for regular files */
 	char target[32];
+	char xval[16];          /* the value of user.m, if xlen */
+	int xlen;
 	int child[NNAMES];      /* directories: object per name, or -1 */
 };
 
@@ -399,11 +408,15 @@ static uint64_t obj_node(struct model *m, int d, int ni)
 	return node;
 }
 
+/* A listing, read in pages of `page` entries (0 = all at once) as FUSE reads
+ * it: a callback that says "full" has not taken that entry, and the next call
+ * resumes from the cookie of the last entry taken. */
 struct listing {
-	int n;
+	int n, page, taken, full;
 	int idx[64];
 	uint64_t ino[64];
 	unsigned dtype[64];
+	uint64_t next;
 	int bad;
 };
 
@@ -413,7 +426,12 @@ static int list_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, uns
 	struct listing *l = ctx;
 	int k;
 
-	(void)next;
+	if (l->page && l->taken == l->page) {
+		l->full = 1;
+		return 1;
+	}
+	l->taken++;
+	l->next = next;
 	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
 		return 0;
 	k = name_index(name, len);
@@ -426,6 +444,19 @@ static int list_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, uns
 	l->dtype[l->n] = dtype;
 	l->n++;
 	return 0;
+}
+
+static int read_listing(struct model *m, uint64_t dnode, struct listing *l)
+{
+	int r, rounds = 0;
+
+	l->page = rn(m, 2) ? 0 : 1 + (int)rn(m, 3);
+	do {
+		l->full = 0;
+		l->taken = 0;
+		r = cairn_ns_readdir(m->ns, dnode, l->next, list_cb, l);
+	} while (!r && l->full && ++rounds < 200);
+	return r;
 }
 
 static unsigned dtype_of(uint32_t type)
@@ -441,7 +472,7 @@ static unsigned dtype_of(uint32_t type)
 static void check_listing(struct model *m, int d, uint64_t dnode)
 {
 	struct listing l = { 0 };
-	int want = 0, r = cairn_ns_readdir(m->ns, dnode, 0, list_cb, &l);
+	int want = 0, r = read_listing(m, dnode, &l);
 
 	CHECK(m, r == 0, "readdir obj %d: %d", d, r);
 	CHECK(m, !l.bad, "readdir obj %d: a name no operation made", d);
@@ -796,6 +827,49 @@ static void op_check(struct model *m)
 	put_node(m, node);
 }
 
+/* user.m on files and directories: set, removed, read back; the namespace's
+ * own trusted.cairn.* names are neither listed nor settable. */
+static void op_xattr(struct model *m)
+{
+	int d, ni, i = pick_obj(m, &d, &ni), r, kind = (int)rn(m, 3);
+	struct obj *o;
+	uint64_t node;
+	char v[16], buf[256];
+	ssize_t n;
+
+	if (i < 0 || (m->obj[i].type != T_REG && m->obj[i].type != T_DIR))
+		return;
+	o = &m->obj[i];
+	node = obj_node(m, d, ni);
+	CHECK(m, cairn_ns_setxattr(m->ns, node, "trusted.cairn.origin", "x", 1, 0) == -EPERM,
+	      "obj %d: trusted.cairn.* settable", i);
+	snprintf(v, sizeof(v), "v%" PRIu64, rn(m, 1000));
+	if (kind == 0)
+		r = cairn_ns_setxattr(m->ns, node, "user.m", v, strlen(v), 0);
+	else if (kind == 1)
+		r = cairn_ns_removexattr(m->ns, node, "user.m");
+	else
+		r = 0;
+	TRACE(m, "xattr kind %d obj %d: %d", kind, i, r);
+	if (kind < 2 && !can_write(m, i)) {
+		CHECK(m, r == -EROFS, "xattr change on read-only obj %d: %d", i, r);
+	} else if (kind == 0) {
+		CHECK(m, r == 0, "setxattr obj %d: %d", i, r);
+		o->xlen = (int)strlen(v);
+		memcpy(o->xval, v, strlen(v));
+	} else if (kind == 1) {
+		CHECK(m, r == (o->xlen ? 0 : -ENODATA), "removexattr obj %d: %d", i, r);
+		o->xlen = 0;
+	}
+	n = cairn_ns_getxattr(m->ns, node, "user.m", buf, sizeof(buf));
+	CHECK(m, o->xlen ? n == o->xlen && !memcmp(buf, o->xval, (size_t)n) : n == -ENODATA,
+	      "getxattr obj %d: %zd want %d", i, n, o->xlen);
+	n = cairn_ns_listxattr(m->ns, node, buf, sizeof(buf));
+	CHECK(m, o->xlen ? n == 7 && !memcmp(buf, "user.m", 7) : n == 0,
+	      "listxattr obj %d: %zd (%.*s)", i, n, n > 0 ? (int)n : 0, buf);
+	put_node(m, node);
+}
+
 /* Keep a node referenced across operations, or let one go. */
 static void op_hold(struct model *m)
 {
@@ -812,9 +886,11 @@ static void op_hold(struct model *m)
 
 /* ---- setting up ---- */
 
-static void make_source(const char *src)
+/* Returns whether the xattrs could be stored. */
+static int make_source(const char *src)
 {
 	char p[256];
+	int xattrs = 1;
 
 	for (int i = 0; i < NIMAGE; i++) {
 		const struct image_ent *e = &image_tree[i];
@@ -839,6 +915,9 @@ static void make_source(const char *src)
 		}
 		if (e->type != T_LNK)
 			assert_int_equal(chmod(p, e->perm), 0);
+		if (image_has_xattr(e->path) && xattrs &&
+		    setxattr(p, "user.m", IMAGE_XATTR, strlen(IMAGE_XATTR), 0))
+			xattrs = 0;
 	}
 	/* Times last, deepest first, so making children does not change them. */
 	for (int i = NIMAGE - 1; i >= 0; i--) {
@@ -847,9 +926,10 @@ static void make_source(const char *src)
 		snprintf(p, sizeof(p), "%s/%s", src, image_tree[i].path);
 		assert_int_equal(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW), 0);
 	}
+	return xattrs;
 }
 
-static struct cairn_image *make_image(char *dir)
+static struct cairn_image *make_image(char *dir, int *xattrs)
 {
 	struct cairn_mkfs_opts mo;
 	struct cairn_mkfs *mk;
@@ -862,7 +942,7 @@ static struct cairn_image *make_image(char *dir)
 	snprintf(src, sizeof(src), "%s/src", dir);
 	assert_int_equal(mkdir(src, 0755), 0);
 	assert_int_equal(chmod(src, 0755), 0);
-	make_source(src);
+	*xattrs = make_source(src);
 	cairn_mkfs_opts_init(&mo);
 	mo.no_fsync = 1;
 	assert_int_equal(cairn_mkfs_new(&mo, &mk), 0);
@@ -892,7 +972,7 @@ static int model_dir(struct model *m, const char *path)
 }
 
 /* Model the image; in the tmp variant, /tmp and /run/x are writable. */
-static void load_model(struct model *m)
+static void load_model(struct model *m, int xattrs)
 {
 	int root = new_obj(m, T_DIR, 0755);
 
@@ -912,6 +992,10 @@ static void load_model(struct model *m)
 		m->obj[o].writable = !m->tmp_variant || !strncmp(e->path, "tmp", 3);
 		if (e->type == T_LNK)
 			strcpy(m->obj[o].target, e->data);
+		if (xattrs && image_has_xattr(e->path)) {
+			m->obj[o].xlen = (int)strlen(IMAGE_XATTR);
+			memcpy(m->obj[o].xval, IMAGE_XATTR, strlen(IMAGE_XATTR));
+		}
 		if (e->type == T_REG) {
 			m->obj[o].size = e->data ? strlen(e->data) : BIG_SIZE;
 			for (size_t k = 0; k < m->obj[o].size; k++)
@@ -936,7 +1020,7 @@ static void load_model(struct model *m)
 	}
 }
 
-static void run_seed(struct cairn_image *img, uint64_t seed, int nops)
+static void run_seed(struct cairn_image *img, int xattrs, uint64_t seed, int nops)
 {
 	struct model *m = calloc(1, sizeof(*m));
 	struct cairn_ns_config c;
@@ -958,7 +1042,7 @@ static void run_seed(struct cairn_image *img, uint64_t seed, int nops)
 	assert_int_equal(cairn_ns_new(&c, &m->ns), 0);
 	cairn_ns_usage(m->ns, &u);
 	nodes0 = u.nodes;
-	load_model(m);
+	load_model(m, xattrs);
 	CHECK(m, cairn_ns_getattr(m->ns, CAIRN_NS_ROOT, &e) == 0, "getattr /");
 	check_entry(m, 0, &e);
 	check_tree(m, 0, CAIRN_NS_ROOT, 0);
@@ -974,7 +1058,8 @@ static void run_seed(struct cairn_image *img, uint64_t seed, int nops)
 		case 11: case 12: op_write(m); break;
 		case 13: case 14: op_setattr(m); break;
 		case 15: op_hold(m); break;
-		case 16: case 17: op_check(m); break;
+		case 16: op_check(m); break;
+		case 17: op_xattr(m); break;
 		default: {
 			int d = pick_dir(m);
 			uint64_t dn = dir_node(m, d);
@@ -1001,32 +1086,153 @@ static void run_seed(struct cairn_image *img, uint64_t seed, int nops)
 	free(m);
 }
 
-static void test_model(void **state)
-{
-	const char *s = getenv("CAIRN_SEED"), *n = getenv("CAIRN_MODEL_OPS");
-	int nops = n ? atoi(n) : 1500;
-	char dir[64], cmd[128];
+struct fixture {
+	char dir[64];
 	struct cairn_image *img;
+	int xattrs;             /* the image has user.m on image_has_xattr() objects */
+};
 
-	(void)state;
-	img = make_image(dir);
-	if (s) {
-		run_seed(img, strtoull(s, NULL, 0), nops);
-	} else {
-		for (uint64_t seed = 1; seed <= 8; seed++)
-			run_seed(img, seed, nops);
-	}
-	cairn_image_close(img);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	fx->img = make_image(fx->dir, &fx->xattrs);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char cmd[128];
+
+	cairn_image_close(fx->img);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
 	if (system(cmd)) {
 		/* left behind in /tmp; harmless */
 	}
+	free(fx);
+	return 0;
+}
+
+static void test_model(void **state)
+{
+	struct fixture *fx = *state;
+	const char *s = getenv("CAIRN_SEED"), *n = getenv("CAIRN_MODEL_OPS");
+	int nops = n ? atoi(n) : 1500;
+
+	if (s) {
+		run_seed(fx->img, fx->xattrs, strtoull(s, NULL, 0), nops);
+		return;
+	}
+	for (uint64_t seed = 1; seed <= 8; seed++)
+		run_seed(fx->img, fx->xattrs, seed, nops);
+}
+
+/* ---- what the model found, as fixed cases ---- */
+
+static struct cairn_ns *new_overlay(struct fixture *fx)
+{
+	struct cairn_ns_config c;
+	struct cairn_ns *ns;
+
+	memset(&c, 0, sizeof(c));
+	c.image = fx->img;
+	c.flags = CAIRN_NS_OVERLAY;
+	assert_int_equal(cairn_ns_new(&c, &ns), 0);
+	return ns;
+}
+
+static uint64_t t_lookup(struct cairn_ns *ns, uint64_t dir, const char *name,
+			 struct cairn_ns_entry *e)
+{
+	assert_int_equal(cairn_ns_lookup(ns, dir, name, strlen(name), e), 0);
+	return e->node;
+}
+
+/* Copying /etc/motd up puts a name in the RAM copy of /etc: that is no change
+ * to /etc, whose times stay the image's. */
+static void test_copy_up_keeps_parent_times(void **state)
+{
+	struct cairn_ns *ns = new_overlay(*state);
+	struct cairn_ns_entry etc, motd, e;
+	struct cairn_setattr sa = { .valid = CAIRN_SET_MODE, .mode = 0600 };
+
+	t_lookup(ns, CAIRN_NS_ROOT, "etc", &etc);
+	t_lookup(ns, etc.node, "motd", &motd);
+	assert_int_equal(cairn_ns_setattr(ns, motd.node, &sa, NULL, &e), 0);
+	assert_int_equal(cairn_ns_getattr(ns, etc.node, &e), 0);
+	assert_int_equal(e.st.mtime.sec, IMAGE_MTIME(0)); /* image_tree[0] is etc */
+	cairn_ns_forget(ns, motd.node, 1);
+	cairn_ns_forget(ns, etc.node, 1);
+	cairn_ns_free(ns);
+}
+
+struct find_ino {
+	const char *name;
+	uint64_t ino;
+};
+
+static int find_ino_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		       uint64_t next)
+{
+	struct find_ino *f = ctx;
+
+	(void)dtype;
+	(void)next;
+	if (len == strlen(f->name) && !memcmp(name, f->name, len))
+		f->ino = ino;
+	return 0;
+}
+
+/* A copied-up /etc whose node was forgotten is listed with the inode number
+ * stat shows (the image's), not the RAM inode's. */
+static void test_readdir_ino_after_copy_up(void **state)
+{
+	struct cairn_ns *ns = new_overlay(*state);
+	struct cairn_ns_entry etc, motd, e;
+	struct cairn_setattr sa = { .valid = CAIRN_SET_MODE, .mode = 0600 };
+	struct find_ino f = { "etc", 0 };
+
+	t_lookup(ns, CAIRN_NS_ROOT, "etc", &etc);
+	t_lookup(ns, etc.node, "motd", &motd);
+	assert_int_equal(cairn_ns_setattr(ns, motd.node, &sa, NULL, &e), 0);
+	cairn_ns_forget(ns, motd.node, 1);
+	cairn_ns_forget(ns, etc.node, 1);
+	assert_int_equal(cairn_ns_readdir(ns, CAIRN_NS_ROOT, 0, find_ino_cb, &f), 0);
+	t_lookup(ns, CAIRN_NS_ROOT, "etc", &etc);
+	assert_int_equal(f.ino, etc.st.ino);
+	cairn_ns_forget(ns, etc.node, 1);
+	cairn_ns_free(ns);
+}
+
+/* A directory made where an image file was deleted holds nothing of the image,
+ * so it moves like any RAM directory (overlayfs: a pure upper directory). */
+static void test_rename_dir_over_whiteout(void **state)
+{
+	struct cairn_ns *ns = new_overlay(*state);
+	struct cairn_ns_entry etc, e;
+
+	t_lookup(ns, CAIRN_NS_ROOT, "etc", &etc);
+	assert_int_equal(cairn_ns_unlink(ns, etc.node, "motd", 4), 0);
+	assert_int_equal(cairn_ns_mkdir(ns, etc.node, "motd", 4, 0755, NULL, &e), 0);
+	cairn_ns_forget(ns, e.node, 1);
+	assert_int_equal(cairn_ns_rename(ns, etc.node, "motd", 4, etc.node, "n", 1, 0), 0);
+	assert_int_equal(cairn_ns_lookup(ns, etc.node, "motd", 4, &e), -ENOENT);
+	t_lookup(ns, etc.node, "n", &e);
+	assert_true(S_ISDIR(e.st.mode));
+	cairn_ns_forget(ns, e.node, 1);
+	cairn_ns_forget(ns, etc.node, 1);
+	cairn_ns_free(ns);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model),
+		cmocka_unit_test(test_copy_up_keeps_parent_times),
+		cmocka_unit_test(test_readdir_ino_after_copy_up),
+		cmocka_unit_test(test_rename_dir_over_whiteout),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
