@@ -553,17 +553,6 @@ static void entry_dir_layers(struct cairn_ns *ns, const struct mentry *m, int *h
 	*low = m->lower;
 }
 
-/* Does the entry show a directory of the image? A directory made where an image
- * entry was deleted is opaque: it is the RAM layer's alone. */
-static int entry_lower_dir(struct cairn_ns *ns, const struct mentry *m)
-{
-	int hu, hl;
-	cairn_ino_t u, l;
-
-	entry_dir_layers(ns, m, &hu, &u, &hl, &l);
-	return S_ISDIR(entry_mode(m)) && hl;
-}
-
 static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len, int isdir)
 {
 	struct ns_node *d = ns_node_get(ns, dir);
@@ -626,6 +615,17 @@ int cairn_ns_rmdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t l
 }
 
 /* ---- rename ---- */
+
+/* Does the entry show a directory of the image? A directory made where an image
+ * entry was deleted is opaque: it is the RAM layer's alone. */
+static int entry_lower_dir(struct cairn_ns *ns, const struct mentry *m)
+{
+	int hu, hl;
+	cairn_ino_t u, l;
+
+	entry_dir_layers(ns, m, &hu, &u, &hl, &l);
+	return S_ISDIR(entry_mode(m)) && hl;
+}
 
 /* Copy up the image object a merged entry names, so it can move. */
 static int copy_up_entry(struct cairn_ns *ns, struct ns_node *d, const char *name, size_t len,
