@@ -1119,13 +1119,13 @@ static void test_model(void **state)
 {
 	struct fixture *fx = *state;
 	const char *s = getenv("CAIRN_SEED"), *n = getenv("CAIRN_MODEL_OPS");
-	int nops = n ? atoi(n) : 1500;
+	int nops = n ? atoi(n) : 3000;
 
 	if (s) {
 		run_seed(fx->img, fx->xattrs, strtoull(s, NULL, 0), nops);
 		return;
 	}
-	for (uint64_t seed = 1; seed <= 8; seed++)
+	for (uint64_t seed = 1; seed <= 16; seed++)
 		run_seed(fx->img, fx->xattrs, seed, nops);
 }
 
