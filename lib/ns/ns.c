@@ -26,7 +26,6 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-#define NAME_MAX_LEN 255
 #define LOWER_COOKIE (1ull << 62)
 
 static const struct cairn_cred root_cred = { 0, 0 };
@@ -103,7 +102,7 @@ static void fill_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_e
 
 static int check_name(const char *name, size_t len)
 {
-	if (len > NAME_MAX_LEN)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	if (!len || memchr(name, '/', len))
 		return -EINVAL;
@@ -265,7 +264,7 @@ int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t 
 	uint32_t mode = 0;
 
 	memset(e, 0, sizeof(*e));
-	if (len > NAME_MAX_LEN)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_mutex_lock(&ns->lock);
 	d = ns_node_get(ns, dir);
@@ -1123,7 +1122,7 @@ int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out)
 	out->block_size = 4096;
 	out->blocks = (info.image_size + 4095) / 4096;
 	out->files = info.inode_count;
-	out->name_max = NAME_MAX_LEN;
+	out->name_max = CAIRN_NAME_MAX;
 	return 0;
 }
 

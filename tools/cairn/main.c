@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("cairn %s\n", CAIRN_VERSION);
+		printf("cairn %s\n", cairn_version());
 		return CLI_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
