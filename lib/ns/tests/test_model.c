@@ -48,13 +48,8 @@
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
 #include <cairn/ns.h>
+#include "util/tests/model.h"
 
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
 
 #define MAXOBJ 1024
 #define MAXSIZE (256 * 1024)
@@ -139,28 +134,17 @@ struct model {
 #define TRACE(m, ...) do { if ((m)->trace) { fprintf(stderr, "%d: ", (m)->op); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
-#define CHECK(m, cond, ...) do { \
-	if (!(cond)) { \
-		print_error("seed=%" PRIu64 " %s op=%d: ", (m)->seed, \
-			    (m)->tmp_variant ? "tmp" : "overlay", (m)->op); \
-		print_error(__VA_ARGS__); \
-		print_error("\n(rerun with CAIRN_SEED=%" PRIu64 ")\n", (m)->seed); \
-		fail(); \
-	} \
-} while (0)
+#define CHECK(m, cond, ...) \
+	T_MODEL_CHECK((m)->seed, (m)->tmp_variant ? "tmp" : "overlay", (m)->op, cond, __VA_ARGS__)
 
 static uint64_t rnd(struct model *m)
 {
-	/* xorshift64* */
-	m->rng ^= m->rng >> 12;
-	m->rng ^= m->rng << 25;
-	m->rng ^= m->rng >> 27;
-	return m->rng * 2685821657736338717ull;
+	return t_rng_next(&m->rng);
 }
 
 static uint64_t rn(struct model *m, uint64_t n)
 {
-	return n ? rnd(m) % n : 0;
+	return t_rng_below(&m->rng, n);
 }
 
 static int name_index(const char *s, size_t len)
@@ -1030,7 +1014,7 @@ static void run_seed(struct cairn_image *img, int xattrs, uint64_t seed, int nop
 
 	m->seed = seed;
 	m->trace = getenv("CAIRN_MODEL_TRACE") != NULL;
-	m->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	m->rng = t_rng_seed(seed);
 	m->tmp_variant = seed % 4 == 0;
 	m->img = img;
 	m->buf = malloc(MAXSIZE);
