@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Model-based random test of the namespace, as lib/ramfs/tests/test_model.c is
- * for the RAM fs. A small image (files, a sparse file, a setuid file, dirs, an
- * empty dir, a fifo, a symlink) is opened as an overlay (the whole tree
+ * for the RAM fs. A small image (files, one with a long run of zeros that
+ * copy-up stores as holes, a setuid file, dirs, an empty dir, a fifo, a symlink,
+ * user xattrs where the host fs keeps them) is opened as an overlay (the whole tree
  * writable: copy-up, whiteouts, opaque dirs) or with tmp= subtrees (/tmp seeded
  * from the image, /run/x made from nothing, the rest read-only), and thousands of
  * random operations go both to a cairn_ns, through the public API only, and to a
@@ -49,7 +50,6 @@
 #include <cairn/mkfs.h>
 #include <cairn/ns.h>
 #include "util/tests/model.h"
-
 
 #define MAXOBJ 1024
 #define MAXSIZE (256 * 1024)
@@ -98,9 +98,11 @@ static int image_has_xattr(const char *path)
 }
 #define IMAGE_MTIME(i) (1000000000 + 1000 * (int64_t)(i))
 
+#define BIG_HOLE 40000          /* where its run of zeros starts */
+#define BIG_ZEROS 70000
 static unsigned char big_byte(size_t i)
 {
-	return i >= 40000 && i < 110000 ? 0 : (unsigned char)(i * 7 + 1);
+	return i >= BIG_HOLE && i < BIG_HOLE + BIG_ZEROS ? 0 : (unsigned char)(i * 7 + 1);
 }
 
 struct obj {
@@ -110,6 +112,7 @@ struct obj {
 	int parent, pname;      /* directories: where the one name is */
 	int writable;           /* tmp variant: inside a RAM subtree */
 	int image_dir;          /* a directory of the image: never moves (-EXDEV) */
+	int holes;              /* /etc/big, unchanged: its run of zeros takes no blocks */
 	int64_t mtime;          /* seconds; -1 = changed to "now" by the fs */
 	uint64_t st_ino;        /* 0 until first seen */
 	uint64_t held;          /* a node id kept referenced, or 0 */
@@ -309,6 +312,8 @@ static void check_entry(struct model *m, int i, const struct cairn_ns_entry *e)
 	if (o->type == T_LNK)
 		CHECK(m, st->size == strlen(o->target), "obj %d: symlink size %" PRIu64, i,
 		      st->size);
+	CHECK(m, !o->holes || st->blocks * 512 <= BIG_SIZE - BIG_ZEROS + 2 * 4096,
+	      "obj %d: %" PRIu64 " blocks, the zeros were stored", i, st->blocks);
 	check_ino(m, i, st->ino);
 }
 
@@ -718,6 +723,7 @@ static void op_write(struct model *m)
 	if (off + len > o->size)
 		o->size = off + len;
 	o->mtime = -1;
+	o->holes = 0;
 }
 
 /* truncate, chmod, chown, utimes: the four kinds of setattr. */
@@ -773,6 +779,7 @@ static void op_setattr(struct model *m)
 			memset(o->data + sa.size, 0, o->size - sa.size);
 		o->size = sa.size;
 		o->mtime = -1;
+		o->holes = 0;
 		break;
 	case 1:
 		o->perm = sa.mode;
@@ -892,9 +899,13 @@ static int make_source(const char *src)
 			assert_non_null(f);
 			if (e->data)
 				fputs(e->data, f);
-			else
-				for (size_t k = 0; k < BIG_SIZE; k++)
-					fputc(big_byte(k), f);
+			else /* the run of zeros is skipped: a hole, on the host and in the image */
+				for (size_t k = 0; k < BIG_SIZE; k++) {
+					if (k == BIG_HOLE)
+						assert_int_equal(fseek(f, BIG_ZEROS, SEEK_CUR), 0);
+					if (k < BIG_HOLE || k >= BIG_HOLE + BIG_ZEROS)
+						fputc(big_byte(k), f);
+				}
 			assert_int_equal(fclose(f), 0);
 		}
 		if (e->type != T_LNK)
@@ -982,6 +993,7 @@ static void load_model(struct model *m, int xattrs)
 		}
 		if (e->type == T_REG) {
 			m->obj[o].size = e->data ? strlen(e->data) : BIG_SIZE;
+			m->obj[o].holes = !e->data;
 			for (size_t k = 0; k < m->obj[o].size; k++)
 				m->obj[o].data[k] = e->data ? (unsigned char)e->data[k] : big_byte(k);
 		}
