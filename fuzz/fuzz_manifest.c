@@ -48,15 +48,15 @@ static int manifest_cb(void *ctx, const struct cairn_manifest_entry *e)
 	return 0;
 }
 
-static int order_cb(void *ctx, const char *path, size_t len, unsigned line)
+static int order_cb(void *ctx, const struct cairn_order_record *r)
 {
 	struct mctx *m = ctx;
 
-	if (!path || line == 0 || line < m->last_line)
+	if (!r->path || r->line == 0 || r->line < m->last_line || r->path[r->path_len])
 		abort();
-	m->last_line = line;
-	if (len)
-		(void)((const volatile char *)path)[len - 1]; /* ASan checks the range */
+	m->last_line = r->line;
+	if (r->path_len)
+		(void)((const volatile char *)r->path)[r->path_len - 1]; /* ASan checks the range */
 	if (++m->entries == m->stop_at)
 		return 9;
 	return 0;

@@ -45,7 +45,8 @@ int cairn_bdev_read_full(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 void cairn_bdev_close(struct cairn_bdev *dev);
 static inline uint64_t cairn_bdev_size(const struct cairn_bdev *dev) { return dev->size; }
 
-/* file: pread on a file descriptor. */
+/* file: pread on a file descriptor, which must be a regular file or a block
+ * device (-EINVAL for anything else: a directory, a character device, a FIFO). */
 #define CAIRN_BDEV_FILE_DIRECT 1u /* O_DIRECT; reads are bounced through aligned buffers */
 int cairn_bdev_file_open(const char *path, unsigned flags, struct cairn_bdev **out);
 /* Wraps an open fd; the bdev owns it and closes it. */

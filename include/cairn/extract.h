@@ -11,14 +11,20 @@
  *   cairn_extract_to_dir(img, "/", "out", &o, &stats);
  *
  * Safety: everything is created relative to an open directory descriptor
- * (openat/mkdirat/symlinkat/mknodat/linkat), never through a path that could
- * cross a symlink: directories are opened with O_NOFOLLOW, files are created
- * with O_EXCL|O_NOFOLLOW, and names other than single components ('/', '.',
- * '..', empty) are refused. So nothing is written outside the target whatever
- * the image holds. Existing files are never overwritten. Symlinks that would
- * lead outside the target when followed (absolute, or climbing above it with
- * '..', directly or through other links of the image) are refused unless
- * unsafe_links is set.
+ * (openat/mkdirat/symlinkat/mknodat/linkat), and no symlink is ever followed
+ * while writing: directories are opened with O_NOFOLLOW, files are created
+ * with O_EXCL|O_NOFOLLOW, attributes are set on descriptors or with
+ * AT_SYMLINK_NOFOLLOW, and names other than single components ('/', '.', '..',
+ * empty) are refused. So nothing is written outside the target whatever the
+ * image holds. Symlinks are restored verbatim, as tar does (an absolute or
+ * '..' target is fine: creating a link writes nothing where it points);
+ * safe_links skips those that would lead outside the target when followed.
+ *
+ * Existing objects: files are never overwritten ("File exists"); existing
+ * directories are merged into, as tar does, and keep their own mode, owner and
+ * times unless overwrite_dirs. That holds for the target itself: only a target
+ * that cairn_extract_to_dir() creates takes the attributes of the image
+ * directory (extracting into /tmp keeps its sticky bit).
  *
  * Errors: a problem with one entry is reported through opts->report as a
  * one-line message naming the path ("DIR/a/b: File exists"), and extraction
@@ -42,7 +48,12 @@ extern "C" {
 #include <cairn/image.h>
 
 struct cairn_extract_opts {
-	int unsafe_links;           /* nonzero: keep symlinks that lead outside the target */
+	int safe_links;             /* nonzero: skip symlinks that would lead outside the
+				     * target when followed (rsync's --safe-links), each
+				     * reported as a problem (-EXDEV); default: restore
+				     * every symlink */
+	int overwrite_dirs;         /* nonzero: existing directories (the target too) take
+				     * the image's attributes (tar --overwrite-dir) */
 	int preserve_owner;         /* nonzero: chown to the image's uid/gid (needs root) */
 	const char *image_name;     /* names the image in corruption messages ("IMAGE:
 				     * corrupt image: ..."); NULL = "image" */
@@ -52,7 +63,8 @@ struct cairn_extract_opts {
 	void *ctx;
 };
 
-/* Defaults: symlinks leading outside refused, owners not restored, no report. */
+/* Defaults: every symlink restored, existing directories keep their attributes,
+ * owners not restored, no report. */
 void cairn_extract_opts_init(struct cairn_extract_opts *o);
 
 /* What was created (the root of the subtree, which exists already, not
@@ -65,13 +77,15 @@ struct cairn_extract_stats {
 
 /* Extract the directory `path` of the image ("/" or NULL for the whole image;
  * symlinks in it are followed) into the open directory target_dirfd: its
- * entries become entries of the target, its attributes the target's. The
- * target is the boundary for the symlink check. opts may be NULL (defaults),
- * stats too. The caller keeps target_dirfd (it is not closed). */
+ * entries become entries of the target; the target, which exists, takes its
+ * attributes only with overwrite_dirs. The target is the boundary for
+ * safe_links. opts may be NULL (defaults), stats too. The caller keeps
+ * target_dirfd (it is not closed). */
 int cairn_extract(struct cairn_image *img, const char *path, int target_dirfd,
 		  const struct cairn_extract_opts *opts, struct cairn_extract_stats *stats);
 /* As cairn_extract(), into the host directory `dir`, created (mode 0700 until
- * the attributes are set) when missing. */
+ * the attributes are set) when missing; a `dir` created so takes the image
+ * directory's attributes. */
 int cairn_extract_to_dir(struct cairn_image *img, const char *path, const char *dir,
 			 const struct cairn_extract_opts *opts, struct cairn_extract_stats *stats);
 

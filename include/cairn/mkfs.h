@@ -30,6 +30,7 @@ extern "C" {
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct cairn_mkfs;
 
@@ -44,6 +45,9 @@ struct cairn_mkfs_opts {
 	size_t exclude_count;
 	const char *order_file;     /* NULL or a file of in-image paths (data order) */
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
+	int allow_empty_globs;      /* a manifest glob matching nothing is not an error */
+	int force;                  /* write_path: replace an existing regular file that is
+				     * not a cairn image (refused otherwise) */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -80,13 +84,26 @@ int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *manifest_path);
 int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t len,
 				 const char *base_dir, const char *name);
 
-/* Write the image to `fd`, a regular file (positioned writes from offset 0; the
- * file is truncated to the image size). Does not fsync or close. `name` labels
- * write errors ("IMAGE: writing the image: No space left on device"). */
+/* Write the image to `fd` (positioned writes from offset 0; it must be open for
+ * reading too): a regular file is truncated to the image size; a block device
+ * is written in place, its first block cleared before anything else and the
+ * superblock written last. Does not fsync or close. `name` labels write errors
+ * ("IMAGE: writing the image: No space left on device"). */
 int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd, const char *name);
-/* Write `path` atomically: a temporary file next to it, fsync, rename. Nothing is
- * left at `path` (nor a temporary) on failure. */
+/* Write the image at `path`, by what is there now (docs/CLI.md, cairn mkfs):
+ *   nothing, an empty file or a cairn image: atomically, through a temporary
+ *     file next to it, fsync (unless no_fsync) and rename; nothing is left at
+ *     `path` (nor a temporary) on failure;
+ *   another regular file: refused (-EEXIST) unless opts.force;
+ *   a block device: written in place (opened O_EXCL: refused while mounted);
+ *   a symlink: followed, the rules apply to its target; dangling: -ENOENT;
+ *   anything else (directory, character device, FIFO, socket): -EINVAL.
+ * Messages name `path`, never the temporary file. */
 int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path);
+/* The temporary file write_path is writing right now, or NULL. Async-signal-safe:
+ * a SIGINT/SIGTERM handler may unlink() it before _exit(), so an interrupted
+ * mkfs leaves nothing behind. */
+const char *cairn_mkfs_temp_path(const struct cairn_mkfs *m);
 
 /* Statistics of the last write. */
 struct cairn_mkfs_stats {
@@ -123,11 +140,23 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
 
 /*
  * Order file parser (mkfs --order), pure as well: one in-image path per line, or
- * "PATH OFFSET LENGTH" range records (the mount's trace); the ranges are ignored.
- * '#' starts a comment line, blank lines are skipped.
+ * "PATH OFFSET LENGTH" range records (the mount's trace). '#' starts a comment
+ * line, blank lines are skipped. Paths are unescaped (docs/MANIFEST.md): "\\"
+ * is a backslash, "\n" a newline, "\ooo" the byte of three octal digits; any
+ * other backslash stands for itself.
  */
-typedef int (*cairn_order_cb)(void *ctx, const char *path, size_t path_len, unsigned line);
+struct cairn_order_record {
+	const char *path;        /* unescaped, NUL-terminated; valid during the call */
+	size_t path_len;         /* may be more than strlen(path) after a "\000" */
+	int has_range;           /* the line ended in OFFSET LENGTH */
+	uint64_t offset, length;
+	unsigned line;
+};
+typedef int (*cairn_order_cb)(void *ctx, const struct cairn_order_record *r);
 int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx);
+/* Write one range record as cairn_order_parse() reads it back, whatever bytes
+ * the path holds (the mount's trace= writer). 0, or -EIO when f has failed. */
+int cairn_order_write_record(FILE *f, const char *path, uint64_t offset, uint64_t length);
 
 /* fnmatch-based exclude test as mkfs uses it: a pattern starting with '/' is
  * matched against the whole in-image path ("/a/b"), any other pattern against the

@@ -120,11 +120,19 @@ int cairn_bdev_file_open(const char *path, unsigned flags, struct cairn_bdev **o
 
 	if (flags & CAIRN_BDEV_FILE_DIRECT)
 		oflags |= O_DIRECT;
-	fd = open(path, oflags);
+	/* O_NONBLOCK until the type is known: opening a FIFO would wait for a writer. */
+	fd = open(path, oflags | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	rc = cairn_bdev_file_from_fd(fd, flags, out);
-	if (rc < 0)
+	if (rc < 0) {
 		close(fd);
+		return rc;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		rc = -errno;
+		cairn_bdev_close(*out);
+		*out = NULL;
+	}
 	return rc;
 }

@@ -306,9 +306,10 @@ static int extract_link(struct ex *x, const char *first, int dirfd, const char *
 
 static void extract_dir(struct ex *x, cairn_ino_t dir, int dirfd, const char *rel, int depth);
 
-/* A symlink at path (in directory rel) is extracted only if following it stays
- * inside the target (links.c). Chains longer than the kernel follows are safe:
- * they end in ELOOP on the host too. Reports and returns 0 otherwise. */
+/* With safe_links, a symlink at path (in directory rel) is extracted only if
+ * following it stays inside the target (links.c). Chains longer than the kernel
+ * follows are safe: they end in ELOOP on the host too. Reports and returns 0
+ * otherwise. */
 static int link_safe(struct ex *x, const char *rel, const char *path, cairn_ino_t ino)
 {
 	char target[CAIRN_SYMLINK_MAX + 1];
@@ -319,8 +320,8 @@ static int link_safe(struct ex *x, const char *rel, const char *path, cairn_ino_
 		return 1;
 	if (rc == -EXDEV) {
 		target[n] = '\0';
-		ex_report(x, rc, "%s/%s: refusing symlink to '%s': it leads outside %s "
-			  "(--unsafe-links keeps it)", x->dir, path, target, x->dir);
+		ex_report(x, rc, "%s/%s: skipping symlink to '%s': it leads outside %s "
+			  "(--safe-links)", x->dir, path, target, x->dir);
 	} else {
 		ex_fail(x, path, rc);
 	}
@@ -339,27 +340,40 @@ static int mark_seen(struct ex *x, cairn_ino_t ino)
 	return 0;
 }
 
+/* A directory of the image: made, or an existing one merged into (as tar
+ * does). O_NOFOLLOW: an existing symlink of that name (on the host, or made
+ * from a hostile image holding a symlink and a directory of one name) is not
+ * entered, so nothing lands where it points. */
 static void extract_subdir(struct ex *x, cairn_ino_t ino, const struct cairn_stat *st,
 			   int dirfd, const char *name, const char *path, int depth)
 {
-	int fd, rc = mark_seen(x, ino);
+	int fd, made = 1, rc = mark_seen(x, ino);
 
 	if (!rc && depth >= MAX_DEPTH)
 		rc = -ELOOP;
-	if (!rc && mkdirat(dirfd, name, 0700))
+	if (!rc && mkdirat(dirfd, name, 0700)) {
 		rc = -errno;
+		made = 0;
+		if (rc == -EEXIST)
+			rc = 0;
+	}
 	if (rc) {
 		ex_fail(x, path, rc);
 		return;
 	}
-	x->st.dirs++;
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		ex_fail(x, path, -errno);
+		rc = errno == ELOOP || errno == ENOTDIR ? -ENOTDIR : -errno;
+		if (rc == -ENOTDIR)
+			ex_report(x, rc, "%s/%s: exists and is not a directory", x->dir, path);
+		else
+			ex_fail(x, path, rc);
 		return;
 	}
+	if (made)
+		x->st.dirs++;
 	extract_dir(x, ino, fd, path, depth + 1);
-	rc = set_attrs(x, ino, st, fd, dirfd, name);
+	rc = made || x->o->overwrite_dirs ? set_attrs(x, ino, st, fd, dirfd, name) : 0;
 	close(fd);
 	if (rc)
 		ex_fail(x, path, rc);
@@ -386,7 +400,7 @@ static void extract_entry(struct ex *x, int dirfd, const char *rel, const char *
 		ex_fail(x, path, rc);
 		goto out;
 	}
-	if (S_ISLNK(st.mode) && !x->o->unsafe_links && !link_safe(x, rel, path, ino))
+	if (S_ISLNK(st.mode) && x->o->safe_links && !link_safe(x, rel, path, ino))
 		goto out;
 	if (S_ISDIR(st.mode)) {
 		extract_subdir(x, ino, &st, dirfd, name, path, depth);
@@ -534,7 +548,10 @@ static void ex_init(struct ex *x, struct cairn_image *img, const struct cairn_ex
 	x->inode_count = info.inode_count;
 }
 
-static int ex_run(struct ex *x, const char *path, int target_dirfd,
+/* made: the target was created for this extraction, so it takes the
+ * attributes of the image directory; an existing one keeps its own unless
+ * overwrite_dirs (extracting into /tmp must not drop its sticky bit). */
+static int ex_run(struct ex *x, const char *path, int target_dirfd, int made,
 		  struct cairn_extract_stats *stats)
 {
 	struct cairn_stat st;
@@ -549,7 +566,8 @@ static int ex_run(struct ex *x, const char *path, int target_dirfd,
 		ex_report(x, -ENOMEM, "out of memory");
 	else if (!find_base(x, path, &st)) {
 		extract_dir(x, x->base, target_dirfd, "", 0);
-		rc = set_attrs(x, x->base, &st, target_dirfd, -1, NULL);
+		rc = made || x->o->overwrite_dirs
+			     ? set_attrs(x, x->base, &st, target_dirfd, -1, NULL) : 0;
 		if (rc)
 			ex_fail(x, ".", rc);
 	}
@@ -565,20 +583,23 @@ int cairn_extract(struct cairn_image *img, const char *path, int target_dirfd,
 	struct ex x;
 
 	ex_init(&x, img, opts, ".");
-	return ex_run(&x, path, target_dirfd, stats);
+	return ex_run(&x, path, target_dirfd, 0, stats);
 }
 
 int cairn_extract_to_dir(struct cairn_image *img, const char *path, const char *dir,
 			 const struct cairn_extract_opts *opts, struct cairn_extract_stats *stats)
 {
 	struct ex x;
-	int fd, rc;
+	int fd, rc, made = 1;
 
 	ex_init(&x, img, opts, dir);
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	if (mkdir(dir, 0700)) {
 		rc = -errno;
-		ex_report(&x, rc, "%s: %s", dir, cairn_strerror(rc));
-		goto fail;
+		made = 0;
+		if (rc != -EEXIST) {
+			ex_report(&x, rc, "%s: %s", dir, cairn_strerror(rc));
+			goto fail;
+		}
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
@@ -586,7 +607,7 @@ int cairn_extract_to_dir(struct cairn_image *img, const char *path, const char *
 		ex_report(&x, rc, "%s: %s", dir, cairn_strerror(rc));
 		goto fail;
 	}
-	rc = ex_run(&x, path, fd, stats);
+	rc = ex_run(&x, path, fd, made, stats);
 	close(fd);
 	return rc;
 fail:

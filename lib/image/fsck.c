@@ -47,6 +47,9 @@ struct fsck {
 	uint32_t *subdirs;   /* subdirectories, per directory inode */
 	uint8_t *state;      /* per inode: bit 0 loaded ok, bit 1 queued as a directory */
 	unsigned char *chunk; /* CHUNK bytes for hashing, allocated once per run */
+	uint64_t whys[MAX_REPORTS]; /* hashes of the reader's reasons reported so far */
+	unsigned nwhys;
+	int lost_inodes;     /* some inode could not be loaded: totals cannot match */
 	char buf[256];
 };
 
@@ -66,13 +69,34 @@ static void problem(struct fsck *f, const char *fmt, ...)
 		f->report(f->ctx, "(further problems are counted, not listed)");
 }
 
-/* Reports a structure error with the reader's own reason when it gave one. */
+/* True when the reader's reason `why` was reported before: one bad metadata
+ * block fails every inode, entry and xattr it holds with the same reason, which
+ * is one problem, printed once. Remembers the reason otherwise. */
+static int seen_why(struct fsck *f, const char *why)
+{
+	uint64_t h = XXH3_64bits(why, strlen(why));
+
+	for (unsigned i = 0; i < f->nwhys; i++)
+		if (f->whys[i] == h)
+			return 1;
+	if (f->nwhys < MAX_REPORTS)
+		f->whys[f->nwhys++] = h;
+	return 0;
+}
+
+/* Reports a structure error with the reader's own reason when it gave one.
+ * `what` may be f->buf, which problem() formats into: it is copied first. */
 static void problem_rc(struct fsck *f, int rc, const char *what)
 {
-	if (rc == -CAIRN_ECORRUPT)
-		problem(f, "%s: %s", what, f->img->why[0] ? f->img->why : "corrupt");
-	else
-		problem(f, "%s: %s", what, cairn_strerror(rc));
+	char w[128];
+
+	snprintf(w, sizeof(w), "%s", what);
+	if (rc == -CAIRN_ECORRUPT && f->img->why[0]) {
+		if (!seen_why(f, f->img->why))
+			problem(f, "%s: %s", w, f->img->why);
+	} else {
+		problem(f, "%s: %s", w, rc == -CAIRN_ECORRUPT ? "corrupt" : cairn_strerror(rc));
+	}
 	/* Let the next corruption record its own reason. */
 	pthread_mutex_lock(&f->img->why_lock);
 	f->img->why[0] = '\0';
@@ -254,6 +278,7 @@ static int check_inodes(struct fsck *f)
 		if (rc == -CAIRN_ECORRUPT) {
 			snprintf(f->buf, sizeof(f->buf), "inode %llu", (unsigned long long)ino);
 			problem_rc(f, rc, f->buf);
+			f->lost_inodes = 1;
 			continue;
 		}
 		if (rc)
@@ -280,6 +305,8 @@ static int check_inodes(struct fsck *f)
 		if (rc)
 			return rc;
 	}
+	if (f->lost_inodes)
+		return 0; /* the totals below would only repeat that */
 	if (files != cairn_le64(img->raw.file_count))
 		problem(f, "superblock: file count %llu, but %llu regular files found",
 			(unsigned long long)cairn_le64(img->raw.file_count), (unsigned long long)files);

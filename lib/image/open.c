@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
 #include <cairn/error.h>
 #include "image_int.h"
+#include "util/util_int.h"
 
 /* Wraps *dev with a constructor's result; on failure *dev still owns the stack. */
 #define WRAP(call, what)                                                         \
@@ -81,8 +83,15 @@ static int build_stack(const char *path, const struct cairn_open_opts *o, char *
 
 	*stats = *fault = NULL;
 	rc = cairn_bdev_file_open(path, o->file_flags, &dev);
+	if (rc == -EINVAL) { /* not a regular file nor a block device: say which */
+		struct stat st;
+
+		if (!stat(path, &st))
+			snprintf(why, why_len, "not a cairn image: %s is %s", path,
+				 cairn_mode_kind(st.st_mode));
+	}
 	if (rc < 0)
-		return rc; /* the errno says it all (ENOENT, EACCES) */
+		return rc; /* otherwise the errno says it all (ENOENT, EACCES) */
 	if (o->offset)
 		WRAP(cairn_bdev_offset_new(dev, o->offset, 0, &up_), "offset");
 	if (o->fault) {

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,58 +231,132 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
 	return rc;
 }
 
-static int is_number(const char *s, const char *e)
+/* Decimal [s, e) into *v; 0 when it is not one (empty, other bytes, overflow). */
+static int parse_u64(const char *s, const char *e, uint64_t *v)
 {
 	if (s == e)
 		return 0;
-	for (; s < e; s++)
-		if (*s < '0' || *s > '9')
+	for (*v = 0; s < e; s++) {
+		if (*s < '0' || *s > '9' || *v > (UINT64_MAX - 9) / 10)
 			return 0;
+		*v = *v * 10 + (uint64_t)(*s - '0');
+	}
 	return 1;
 }
 
-/* If [s, e) ends in " NUMBER NUMBER", cut them off (a trace range record). */
-static void strip_range(const char *s, const char **e)
+/* If [s, *e) ends in " NUMBER NUMBER" after a path, cut them off into r (a
+ * trace range record). */
+static void strip_range(const char *s, const char **e, struct cairn_order_record *r)
 {
 	const char *p = *e, *t2, *t1;
+	uint64_t off, len;
 
 	for (t2 = p; t2 > s && !is_space(t2[-1]); t2--)
 		;
-	if (!is_number(t2, p) || t2 == s)
+	if (t2 == s || !parse_u64(t2, p, &len))
 		return;
 	p = t2;
 	while (p > s && is_space(p[-1]))
 		p--;
 	for (t1 = p; t1 > s && !is_space(t1[-1]); t1--)
 		;
-	if (!is_number(t1, p) || t1 == s)
+	if (t1 == s || !parse_u64(t1, p, &off))
 		return;
 	p = t1;
 	while (p > s && is_space(p[-1]))
 		p--;
-	if (p > s)
-		*e = p;
+	if (p == s)
+		return;
+	*e = p;
+	r->has_range = 1;
+	r->offset = off;
+	r->length = len;
+}
+
+static int is_octal(char c)
+{
+	return c >= '0' && c <= '7';
+}
+
+/* The escapes of docs/MANIFEST.md: \\, \n and \ooo; any other backslash is
+ * itself. out has room for e - s + 1 bytes; returns the length. */
+static size_t unescape(const char *s, const char *e, char *out)
+{
+	size_t n = 0;
+
+	while (s < e) {
+		if (*s == '\\' && e - s >= 2 && (s[1] == '\\' || s[1] == 'n')) {
+			out[n++] = s[1] == 'n' ? '\n' : '\\';
+			s += 2;
+		} else if (*s == '\\' && e - s >= 4 && s[1] >= '0' && s[1] <= '3' &&
+			   is_octal(s[2]) && is_octal(s[3])) {
+			out[n++] = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			out[n++] = *s++;
+		}
+	}
+	out[n] = '\0';
+	return n;
 }
 
 int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx)
 {
 	const char *p = text, *end = text + len;
+	char *buf = NULL;
+	size_t cap = 0;
 	unsigned line = 0;
 	int rc = 0;
 
 	while (p < end && !rc) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *s = p, *e = nl ? nl : end;
+		struct cairn_order_record r;
 
 		p = nl ? nl + 1 : end;
 		line++;
 		trim(&s, &e);
 		if (s == e || *s == '#')
 			continue;
-		strip_range(s, &e);
-		rc = cb(ctx, s, (size_t)(e - s), line);
+		memset(&r, 0, sizeof(r));
+		r.line = line;
+		strip_range(s, &e, &r);
+		if ((size_t)(e - s) + 1 > cap) {
+			char *nb = realloc(buf, (size_t)(e - s) + 1);
+			if (!nb) {
+				rc = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = (size_t)(e - s) + 1;
+		}
+		r.path_len = unescape(s, e, buf);
+		r.path = buf;
+		rc = cb(ctx, &r);
 	}
+	free(buf);
 	return rc;
+}
+
+int cairn_order_write_record(FILE *f, const char *path, uint64_t offset, uint64_t length)
+{
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c == '\\')
+			fputs("\\\\", f);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c < 0x20 || c == 0x7f || (c == ' ' && (i == 0 || i == n - 1)) ||
+			 (c == '#' && i == 0))
+			fprintf(f, "\\%03o", c); /* or trimmed, or a comment, when read back */
+		else
+			fputc(c, f);
+	}
+	fprintf(f, " %" PRIu64 " %" PRIu64 "\n", offset, length);
+	return ferror(f) ? -EIO : 0;
 }
 
 int cairn_mkfs_path_excluded(const char *path, const char *const *patterns, size_t n)

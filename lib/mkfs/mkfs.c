@@ -361,6 +361,17 @@ static int guest_parent(struct cairn_mkfs *m, const char *guest, uint32_t *dir,
 	return walk_dirs(m, m->root, guest, (size_t)(slash - guest), guest, &hops, dir);
 }
 
+/* A '..' component in an in-image path: refused, as it is ambiguous with
+ * in-image symlinks and walking it would leave the directory it climbs out of
+ * behind ("/a/../b" made an empty /a). */
+static int guest_has_dotdot(const char *guest)
+{
+	for (const char *p = guest; (p = strstr(p, "..")); p += 2)
+		if ((p == guest || p[-1] == '/') && (p[2] == '/' || !p[2]))
+			return 1;
+	return 0;
+}
+
 static int guest_is_root(const char *guest)
 {
 	for (; *guest; guest++)
@@ -460,6 +471,8 @@ static int add_host(struct cairn_mkfs *m, const char *guest, const char *host, i
 {
 	if (guest[0] != '/')
 		return mk_err(m, -EINVAL, "%s: in-image path must start with '/'", guest);
+	if (guest_has_dotdot(guest))
+		return mk_err(m, -EINVAL, "%s: '..' in an in-image path", guest);
 	if (guest_is_root(guest))
 		return mk_scan_tree_into(m, m->root, host, "", recurse);
 	uint32_t dir;
@@ -491,6 +504,8 @@ int cairn_mkfs_add_symlink(struct cairn_mkfs *m, const char *guest_path, const c
 
 	if (guest_path[0] != '/' || guest_is_root(guest_path))
 		return mk_err(m, -EINVAL, "%s: invalid in-image path for a symlink", guest_path);
+	if (guest_has_dotdot(guest_path))
+		return mk_err(m, -EINVAL, "%s: '..' in an in-image path", guest_path);
 	if (tl == 0 || tl > CAIRN_SYMLINK_MAX)
 		return mk_err(m, -ENAMETOOLONG, "%s: symlink target empty or longer than %u bytes",
 			      guest_path, CAIRN_SYMLINK_MAX);
@@ -550,6 +565,10 @@ static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
 	size_t n;
 	int rc = mk_list_dir(m, d, host, pattern, &names, &n);
 	closedir(d);
+	/* Most likely a typo or a missing build product: say so, unless asked not to. */
+	if (!rc && !n && !m->o.allow_empty_globs)
+		return mk_err(m, -ENOENT, "%s/%s: the glob matches nothing (--allow-empty-glob "
+			      "accepts that)", host, pattern);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t nl = strlen(names[i]);
 		char *g = mk_path_join(guest, names[i], nl), *h = mk_path_join(host, names[i], nl);

@@ -7,6 +7,8 @@
 #define CAIRN_MKFS_INT_H
 
 #include <dirent.h>
+#include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -113,6 +115,10 @@ struct cairn_mkfs {
 	int skip_set;          /* an old image at opts.output: skip it in walks */
 	uint64_t skip_dev, skip_ino;
 	char err[1024];
+	/* cairn_mkfs_write_path's temporary file (output.c); tmp_active while it
+	 * exists, for cairn_mkfs_temp_path() in a signal handler. */
+	char tmp[PATH_MAX + 64];
+	volatile sig_atomic_t tmp_active;
 	struct cairn_mkfs_stats stats;
 	/* scan scratch */
 	char *xbuf;            /* listxattr / getxattr buffer */

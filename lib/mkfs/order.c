@@ -38,7 +38,6 @@ struct order_rec {
 
 struct order_ctx {
 	struct cairn_mkfs *m;
-	const char *text_end;
 	struct mk_vec recs;    /* struct order_rec */
 	uint64_t missing;
 	char first_missing[256];
@@ -66,37 +65,16 @@ static uint32_t resolve(struct cairn_mkfs *m, const char *path, size_t len)
 	return cur;
 }
 
-/* Parse one decimal number from [*p, end) after blanks; 0 if there is none. */
-static int number(const char **p, const char *end, uint64_t *v)
-{
-	const char *s = *p;
-
-	while (s < end && (*s == ' ' || *s == '\t'))
-		s++;
-	if (s == end || *s < '0' || *s > '9')
-		return 0;
-	*v = 0;
-	while (s < end && *s >= '0' && *s <= '9') {
-		if (*v > (UINT64_MAX - 9) / 10)
-			return 0;
-		*v = *v * 10 + (uint64_t)(*s++ - '0');
-	}
-	*p = s;
-	return 1;
-}
-
-static int order_line(void *ctx, const char *path, size_t len, unsigned line)
+static int order_line(void *ctx, const struct cairn_order_record *rec)
 {
 	struct order_ctx *c = ctx;
 	struct cairn_mkfs *m = c->m;
-	uint32_t idx = resolve(m, path, len);
-	const char *p = path + len, *eol = memchr(p, '\n', (size_t)(c->text_end - p));
-	uint64_t off, n;
-	(void)line;
+	uint32_t idx = resolve(m, rec->path, rec->path_len);
 
 	if (idx == MK_NONE) {
 		if (!c->missing++)
-			snprintf(c->first_missing, sizeof(c->first_missing), "%.*s", (int)len, path);
+			snprintf(c->first_missing, sizeof(c->first_missing), "%.*s",
+				 (int)rec->path_len, rec->path);
 		return 0;
 	}
 	struct mk_inode *in = mk_ino(m, idx);
@@ -110,10 +88,9 @@ static int order_line(void *ctx, const char *path, size_t len, unsigned line)
 	r->start = 0;
 	r->end = in->size;
 	/* Sparse files keep their own extents: they are ordered whole. */
-	r->whole = (in->flags & CAIRN_IF_EXTENTS) ||
-		   !number(&p, eol ? eol : c->text_end, &off) ||
-		   !number(&p, eol ? eol : c->text_end, &n);
+	r->whole = (in->flags & CAIRN_IF_EXTENTS) || !rec->has_range;
 	if (!r->whole) {
+		uint64_t off = rec->offset, n = rec->length;
 		if (off >= in->size || !n) {
 			c->recs.n--;
 			return 0;
@@ -295,7 +272,6 @@ int mk_order_plan(struct cairn_mkfs *m, struct mk_vec *hot)
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.m = m;
-	c.text_end = text + len;
 	mk_vec_init(&c.recs, sizeof(struct order_rec));
 	mk_vec_init(&pieces, sizeof(struct order_rec));
 	rc = cairn_order_parse(text, len, order_line, &c);

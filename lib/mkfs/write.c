@@ -24,6 +24,7 @@ struct layout {
 	struct cairn_mkfs *m;
 	int fd;
 	const char *name;        /* of the output, for messages */
+	int blkdev;              /* fd is a block device: written in place, never truncated */
 	struct mk_vec by_ino;    /* uint32_t: inode number -> inode index */
 	struct mk_vec dirents;   /* uint32_t: entry indexes in table order */
 	struct mk_vec dname;     /* uint64_t: blob offset of each dirent's name */
@@ -88,7 +89,7 @@ static int number_inodes(struct layout *l)
 			*slot = e;
 		}
 		uint64_t n = l->dirents.n - first;
-		uint32_t *ents = MK_AT(&l->dirents, uint32_t, first);
+		uint32_t *ents = n ? MK_AT(&l->dirents, uint32_t, first) : NULL; /* empty: no array */
 		if (n > 1)
 			qsort_r(ents, n, sizeof(uint32_t), entry_cmp, m);
 		d = mk_ino(m, *by_ino(l, i));
@@ -425,6 +426,22 @@ static int dup_eq(void *ctx, uint64_t val)
 	return 1;
 }
 
+/* A file that grew after the scan is stored with the size the scan saw (the
+ * metadata is laid out already): say so, as tar does. A file that shrank is an
+ * error (copy_range), as its stored size would be a lie. */
+static void warn_grown(struct cairn_mkfs *m, int src, const char *path, uint64_t size)
+{
+	struct stat st;
+	char msg[sizeof(m->err)];
+
+	if (!m->o.warn || fstat(src, &st) || (uint64_t)st.st_size <= size)
+		return;
+	snprintf(msg, sizeof(msg), "%s: file changed as we read it (grew from %llu to %llu "
+		 "bytes; the image holds the first %llu)", path, (unsigned long long)size,
+		 (unsigned long long)st.st_size, (unsigned long long)size);
+	m->o.warn(m->o.ctx, msg);
+}
+
 static int copy_file(struct layout *l, uint32_t idx)
 {
 	struct cairn_mkfs *m = l->m;
@@ -473,8 +490,9 @@ static int copy_file(struct layout *l, uint32_t idx)
 				in->shared = 1;
 				m->stats.dedup_files++;
 				m->stats.dedup_bytes += in->size;
-				/* Drop the copy just written: it is the last thing in the file. */
-				if (ftruncate(l->fd, (off_t)off))
+				/* Drop the copy just written: it is the last thing in the file
+				 * (on a device the next write simply goes over it). */
+				if (!l->blkdev && ftruncate(l->fd, (off_t)off))
 					rc = write_err(l, -errno);
 			} else if (k.err) {
 				rc = write_err(l, k.err);
@@ -486,6 +504,8 @@ static int copy_file(struct layout *l, uint32_t idx)
 			}
 		}
 	}
+	if (!rc)
+		warn_grown(m, src, path, in->size);
 	XXH3_freeState(hs);
 	close(src);
 	return rc;
@@ -791,6 +811,22 @@ static void layout_free(struct layout *l)
 	free(l->buf2);
 }
 
+/* Empty a regular file; on a block device (written in place) clear the old
+ * superblock instead, so that a write that fails half-way does not leave an
+ * old image's superblock over new metadata (the new one is written last). */
+static int start_output(struct layout *l)
+{
+	struct stat st;
+
+	if (fstat(l->fd, &st))
+		return -errno;
+	l->blkdev = S_ISBLK(st.st_mode);
+	if (!l->blkdev)
+		return ftruncate(l->fd, 0) ? -errno : 0;
+	memset(l->buf, 0, CAIRN_BLOCK_SIZE);
+	return pwrite_full(l->fd, l->buf, CAIRN_BLOCK_SIZE, 0);
+}
+
 int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 {
 	struct layout l;
@@ -813,8 +849,8 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 		rc = mk_err(m, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if (ftruncate(fd, 0)) {
-		rc = write_err(&l, -errno);
+	if ((rc = start_output(&l))) {
+		rc = write_err(&l, rc);
 		goto out;
 	}
 	if ((rc = number_inodes(&l)) || (rc = build_blob(&l))) {
@@ -831,7 +867,7 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 	uint64_t image_size = l.cursor;
 	if ((rc = write_meta(&l, image_size)))
 		goto out;
-	if (ftruncate(fd, (off_t)image_size)) {
+	if (!l.blkdev && ftruncate(fd, (off_t)image_size)) {
 		rc = write_err(&l, -errno);
 		goto out;
 	}
@@ -848,37 +884,4 @@ int cairn_mkfs_write_fd(struct cairn_mkfs *m, int fd, const char *name)
 {
 	m->err[0] = '\0';
 	return mk_write(m, fd, name);
-}
-
-int cairn_mkfs_write_path(struct cairn_mkfs *m, const char *path)
-{
-	size_t n = strlen(path) + 48;
-	char *tmp = malloc(n);
-	int fd = -1, rc;
-
-	if (!tmp)
-		return mk_err(m, -ENOMEM, "out of memory");
-	/* O_EXCL with mode 0644, so the umask applies as for any new file. */
-	for (unsigned i = 0; fd < 0 && i < 100; i++) {
-		snprintf(tmp, n, "%s.tmp.%ld.%u", path, (long)getpid(), i);
-		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		rc = mk_err(m, -errno, "%s: %s", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	rc = cairn_mkfs_write_fd(m, fd, path);
-	if (!rc && !m->o.no_fsync && fsync(fd))
-		rc = mk_err(m, -errno, "%s: fsync: %s", path, strerror(errno));
-	if (close(fd) && !rc)
-		rc = mk_err(m, -errno, "%s: close: %s", tmp, strerror(errno));
-	if (!rc && rename(tmp, path))
-		rc = mk_err(m, -errno, "%s: rename: %s", path, strerror(errno));
-	if (rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
 }

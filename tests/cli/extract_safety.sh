@@ -53,15 +53,28 @@ cp "$work/good.img" "$work/dotdot2.img"
 python3 "$here/treetool.py" rename "$work/dotdot2.img" Q7dir ../.. || fail "rename"
 check "$work/dotdot2.img" "name '../..'"
 
-# By default a symlink leading outside DIR is refused (exit 1), the rest extracts.
+# By default the symlink leading outside DIR is restored as it is (exit 0), and
+# nothing is written where it points.
 rm -rf "$work/out"
-"$CAIRN" extract "$work/good.img" "$work/out" 2>"$work/log" && fail "outside symlink accepted"
-grep -q "refusing symlink" "$work/log" || fail "no refusal message: $(cat "$work/log")"
-[ -f "$work/out/abc.txt" ] && [ ! -e "$work/out/a-link" ] || fail "default extract"
+"$CAIRN" extract "$work/good.img" "$work/out" 2>"$work/log" || fail "good image: $(cat "$work/log")"
+[ "$(readlink "$work/out/a-link")" = ../outside ] || fail "symlink not restored verbatim"
+[ -f "$work/out/abc.txt" ] || fail "default extract"
+[ -z "$(ls -A "$work/outside")" ] || fail "good image wrote through its symlink"
+# A second extract over the first merges into the directories and overwrites
+# nothing: the symlink stays a symlink, its target stays empty.
+"$CAIRN" extract "$work/good.img" "$work/out" 2>"$work/log" && fail "second extract succeeded"
+grep -q "a-link: File exists" "$work/log" || fail "second extract: $(cat "$work/log")"
+[ -L "$work/out/a-link" ] && [ -z "$(ls -A "$work/outside")" ] || fail "second extract followed the link"
 
-# With --unsafe-links the good image extracts, and the symlink is created, not followed.
+# --safe-links skips it (exit 1, named), the rest extracts.
 rm -rf "$work/out"
-"$CAIRN" extract --unsafe-links "$work/good.img" "$work/out" || fail "good image"
+"$CAIRN" extract --safe-links "$work/good.img" "$work/out" 2>"$work/log" && fail "--safe-links kept it"
+grep -q "skipping symlink to '../outside'" "$work/log" || fail "no message: $(cat "$work/log")"
+[ -f "$work/out/abc.txt" ] && [ ! -e "$work/out/a-link" ] || fail "--safe-links extract"
+
+# --unsafe-links is accepted (old scripts) and changes nothing.
+rm -rf "$work/out"
+"$CAIRN" extract --unsafe-links "$work/good.img" "$work/out" || fail "--unsafe-links"
 [ -L "$work/out/a-link" ] || fail "symlink not restored as a symlink"
 [ -z "$(ls -A "$work/outside")" ] || fail "good image wrote through its symlink"
 echo "extract_safety: all checks passed"

@@ -206,7 +206,10 @@ struct cairn_image *cli_open_image(const char *cmd, const char *path,
 	int rc = cairn_image_open_path_ex(path, &o->open, why, sizeof(why), &img);
 
 	if (rc < 0) {
-		if (why[0])
+		if (why[0] && rc == -EINVAL) /* the reason names the path; "Invalid argument"
+					      * adds nothing to it */
+			cli_err(cmd, "%s", why);
+		else if (why[0])
 			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), why);
 		else
 			cli_err(cmd, "%s: %s", path, cairn_strerror(rc));

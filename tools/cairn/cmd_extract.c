@@ -12,15 +12,21 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: cairn extract [options] IMAGE DIR\n"
-		   "Restores IMAGE into DIR (created if missing; existing files are never\n"
-		   "overwritten): all file types, hard links, modes, owners (when root),\n"
+		   "Restores IMAGE into DIR: all file types, symlinks as they are (absolute\n"
+		   "and '..' ones too, as tar does), hard links, modes, owners (when root),\n"
 		   "atime/mtime to the nanosecond, xattrs, and the holes of sparse files.\n"
-		   "Nothing is ever written outside DIR, and symlinks that would lead\n"
-		   "outside it (absolute, or climbing above it with '..', directly or\n"
-		   "through other links) are refused.\n\n"
+		   "DIR is created if missing and then takes the image root's mode, owner and\n"
+		   "times; an existing DIR keeps its own. Existing subdirectories are merged\n"
+		   "into (keeping their attributes); existing files are never overwritten.\n"
+		   "Nothing is ever written outside DIR: no symlink is followed while writing.\n\n"
 		   "options:\n"
-		   "  --unsafe-links     extract such symlinks as they are (e.g. a root file\n"
-		   "                     system to chroot into)\n\n%s",
+		   "  --overwrite-dir    existing directories, DIR too, take the image's mode,\n"
+		   "                     owner and times (as tar --overwrite-dir)\n"
+		   "  --safe-links       skip symlinks that would lead outside DIR when followed\n"
+		   "                     (absolute, or climbing above DIR); each is reported\n"
+		   "                     and the exit status is 1\n"
+		   "  --unsafe-links     accepted for old scripts and ignored: symlinks are\n"
+		   "                     restored as they are by default\n\n%s",
 		cli_image_opts_help);
 }
 
@@ -46,10 +52,12 @@ int cmd_extract(int argc, char **argv)
 	struct cli_image_opts o;
 	struct cairn_extract_opts xo;
 	struct cairn_image *img;
-	int npos, rc, unsafe_links = 0;
+	int npos, rc, safe_links = 0, unsafe_links = 0, overwrite_dir = 0;
 	char *pos[2];
 	const struct cli_flag flags[] = {
-		{ "--unsafe-links", NULL, &unsafe_links },
+		{ "--safe-links", NULL, &safe_links },
+		{ "--unsafe-links", NULL, &unsafe_links }, /* the default: a no-op */
+		{ "--overwrite-dir", NULL, &overwrite_dir },
 		{ NULL, NULL, NULL },
 	};
 
@@ -66,7 +74,8 @@ int cmd_extract(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	raise_fd_limit();
 	cairn_extract_opts_init(&xo);
-	xo.unsafe_links = unsafe_links;
+	xo.safe_links = safe_links;
+	xo.overwrite_dirs = overwrite_dir;
 	xo.preserve_owner = geteuid() == 0;
 	xo.image_name = pos[0];
 	xo.report = report;

@@ -17,8 +17,11 @@ static const char mkfs_help[] =
 	"\n"
 	"Build a cairn image from a directory tree or a manifest (docs/MANIFEST.md).\n"
 	"The image is written to a temporary file next to IMAGE, synced and renamed;\n"
-	"on any error nothing is left at IMAGE. An old IMAGE inside SRC_DIR is left\n"
-	"out of the new one. Source atimes are preserved (files are read O_NOATIME).\n"
+	"on any error nothing is left at IMAGE. An existing IMAGE is replaced only if\n"
+	"it is empty or a cairn image (else --force); a block device is written in\n"
+	"place; a symlink is followed to its target; a directory, character device,\n"
+	"FIFO or socket is refused. An old IMAGE inside SRC_DIR is left out of the\n"
+	"new one. Source atimes are preserved (files are read O_NOATIME).\n"
 	"\n"
 	"options:\n"
 	"  --manifest FILE    take the tree from FILE ('/guest: host', '**' globs, '->')\n"
@@ -33,21 +36,37 @@ static const char mkfs_help[] =
 	"  --order FILE       put the data of the files listed in FILE first, in that\n"
 	"                     order (one in-image path per line, or 'PATH OFFSET LENGTH'\n"
 	"                     records of a mount trace); they form the hot prefix\n"
+	"  --allow-empty-glob a manifest glob that matches nothing is not an error\n"
+	"  --force            replace an existing IMAGE that is not a cairn image\n"
 	"  --no-fsync         do not fsync the image before renaming it (faster, unsafe)\n"
 	"  -q, --quiet        no progress bar, summary or warnings\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"exit status: 0 success, 1 failure (the message names the path), 2 bad usage\n";
 
-/* The temporary image, removed by the signal handler on SIGINT/SIGTERM/SIGHUP. A
- * front-end global: signal handlers cannot be handed a context. */
-static char *g_tmp_path;
+/* The builder being written, whose temporary file the signal handler removes on
+ * SIGINT/SIGTERM/SIGHUP. A front-end global: signal handlers cannot be handed a
+ * context. */
+static struct cairn_mkfs *g_mkfs;
 
 static void on_signal(int sig)
 {
-	if (g_tmp_path)
-		unlink(g_tmp_path);
+	const char *tmp = g_mkfs ? cairn_mkfs_temp_path(g_mkfs) : NULL;
+
+	if (tmp)
+		unlink(tmp);
 	_exit(128 + sig);
+}
+
+static void catch_signals(void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 struct ui {
@@ -111,63 +130,19 @@ static int parse_i64(const char *s, int64_t min, int64_t *out)
 	return 0;
 }
 
-/* Write through a temporary file next to `image`, then rename. */
-static int write_image(struct cairn_mkfs *m, const char *image, int no_fsync)
+/* cairn_mkfs_write_path() decides how (a temporary file and rename, or a block
+ * device in place) and refuses what it must not replace. */
+static int write_image(struct cairn_mkfs *m, const char *image)
 {
-	size_t n = strlen(image) + 48;
-	char *tmp = malloc(n);
-	int fd = -1, rc;
+	int rc;
 
-	if (!tmp) {
-		cli_err("mkfs", "out of memory");
-		return CLI_EXIT_FAIL;
-	}
-	for (unsigned i = 0; fd < 0 && i < 100; i++) {
-		snprintf(tmp, n, "%s.tmp.%ld.%u", image, (long)getpid(), i);
-		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		cli_err("mkfs", "%s: %s", tmp, strerror(errno));
-		free(tmp);
-		return CLI_EXIT_FAIL;
-	}
-	g_tmp_path = tmp;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	rc = cairn_mkfs_write_fd(m, fd, image);
-	const char *what = cairn_mkfs_error(m);
-	char msg[512];
-	if (!rc && !no_fsync && fsync(fd)) {
-		rc = -errno;
-		snprintf(msg, sizeof(msg), "%s: fsync: %s", image, strerror(errno));
-		what = msg;
-	}
-	if (close(fd) && !rc) {
-		rc = -errno;
-		snprintf(msg, sizeof(msg), "%s: %s", image, strerror(errno));
-		what = msg;
-	}
-	if (!rc && rename(tmp, image)) {
-		rc = -errno;
-		snprintf(msg, sizeof(msg), "%s: rename: %s", image, strerror(errno));
-		what = msg;
-	}
-	if (rc) {
-		unlink(tmp);
-		cli_err("mkfs", "%s", what);
-	}
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	g_tmp_path = NULL;
-	free(tmp);
+	g_mkfs = m;
+	catch_signals(on_signal);
+	rc = cairn_mkfs_write_path(m, image);
+	catch_signals(SIG_DFL);
+	g_mkfs = NULL;
+	if (rc)
+		cli_err("mkfs", "%s", cairn_mkfs_error(m));
 	return rc ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
@@ -204,6 +179,10 @@ int cmd_mkfs(int argc, char **argv)
 			o.all_root = 1;
 		} else if (!strcmp(a, "--no-fsync")) {
 			o.no_fsync = 1;
+		} else if (!strcmp(a, "--force")) {
+			o.force = 1;
+		} else if (!strcmp(a, "--allow-empty-glob")) {
+			o.allow_empty_globs = 1;
 		} else if (!strcmp(a, "--manifest")) {
 			manifest = val;
 		} else if (!strcmp(a, "--uid") || !strcmp(a, "--gid")) {
@@ -290,7 +269,7 @@ int cmd_mkfs(int argc, char **argv)
 		cairn_mkfs_free(m);
 		goto out;
 	}
-	rc = write_image(m, image, o.no_fsync);
+	rc = write_image(m, image);
 	if (ui.drawn)
 		fputc('\n', stderr);
 	if (!rc && !ui.quiet) {

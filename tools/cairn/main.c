@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
@@ -29,7 +30,25 @@ static void usage(FILE *f)
 	fprintf(f, "\n'cairn <command> --help' describes each command.\n");
 }
 
-int main(int argc, char **argv)
+/*
+ * Output that never reached stdout (a full disk, a closed pipe, > /dev/full) is a
+ * failure, whatever the command thought: flush and close stdout here, once for
+ * every command, and turn an error into exit 1 with a message.
+ */
+static int close_stdout(const char *cmd, int rc)
+{
+	int failed = ferror(stdout);
+
+	errno = 0;
+	if (fclose(stdout) || failed) {
+		fprintf(stderr, "cairn%s%s: writing to stdout: %s\n", cmd ? " " : "", cmd ? cmd : "",
+			errno ? strerror(errno) : "write error");
+		return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
+	}
+	return rc;
+}
+
+static int run(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -49,4 +68,11 @@ int main(int argc, char **argv)
 	fprintf(stderr, "cairn: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return CLI_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc >= 2 && argv[1][0] != '-' ? argv[1] : NULL;
+
+	return close_stdout(cmd, run(argc, argv));
 }

@@ -2,7 +2,8 @@
 /*
  * -o trace=FILE: the order in which image files and their ranges are first read,
  * one "PATH OFFSET LENGTH" line per newly touched range, which is what
- * `cairn mkfs --order FILE` takes. Ranges are tracked in pages and a request
+ * `cairn mkfs --order FILE` takes (written by its library, which escapes
+ * newlines and other awkward bytes of names: docs/MANIFEST.md). Ranges are tracked in pages and a request
  * that touches several new ones gives one line. The traced mount turns the
  * kernel's read-ahead off (daemon.c), so requests are the pages the program
  * itself read or faulted in: the hot prefix built from the trace holds what the
@@ -10,10 +11,10 @@
  * against 31 MiB with 128 KiB read-ahead and 64 KiB granules).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cairn/mkfs.h>
 #include "cairn_fuse.h"
 
 #define GRANULE_SHIFT 12
@@ -119,8 +120,8 @@ void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uin
 		if (!seen && run == UINT64_MAX)
 			run = g;
 		if (seen && run != UINT64_MAX) {
-			fprintf(t->out, "%s %" PRIu64 " %" PRIu64 "\n", path,
-				run << GRANULE_SHIFT, (g - run) << GRANULE_SHIFT);
+			cairn_order_write_record(t->out, path, run << GRANULE_SHIFT,
+						 (g - run) << GRANULE_SHIFT);
 			run = UINT64_MAX;
 		}
 	}

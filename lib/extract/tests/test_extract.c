@@ -4,9 +4,11 @@
  * through the mkfs library into an image, cairn_extract_to_dir() restores it,
  * and the restored tree is compared with the source (contents, holes, modes,
  * nanosecond times, hard links, symlinks, xattrs, owners when root). Also the
- * path safety (a symlink leading outside the target is refused and named,
- * unsafe_links keeps it), subtree extraction into an open descriptor, and
- * errors (missing path, existing files never overwritten).
+ * symlinks (restored verbatim, absolute and '..' ones too; safe_links skips
+ * and names those leading outside the target), existing directories (merged
+ * into, keeping their attributes unless overwrite_dirs; a created target takes
+ * the root's), subtree extraction into an open descriptor, and errors (missing
+ * path, existing files never overwritten).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -271,6 +273,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(f->nmsgs, 0);
 	assert_int_equal(st.problems, 0);
 	compare(f);
+	same_attrs(f->src, f->out); /* a target extract made takes the root's attributes */
 	assert_int_equal(st.files, 4);      /* hello suid nested sparse; hard is a link */
 	assert_int_equal(st.dirs, 2);
 	assert_int_equal(st.symlinks, 3);
@@ -302,7 +305,7 @@ static const char *const escaping[] = {
 	"/chain", "dot/..",      /* but one level more than its text says */
 };
 
-static void test_escaping_links_refused(void **state)
+static void test_safe_links_skip_escaping(void **state)
 {
 	struct fixture *f = *state;
 	struct cairn_extract_opts o;
@@ -312,11 +315,12 @@ static void test_escaping_links_refused(void **state)
 
 	build(f, escaping, 4);
 	opts_for(f, &o);
+	o.safe_links = 1;
 	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/", f->out, &o, &st), -EXDEV);
 	assert_int_equal(f->nmsgs, 3);
 	assert_int_equal(st.problems, 3);
-	snprintf(want, sizeof(want), "%s/esc: refusing symlink to '../outside': it leads "
-		 "outside %s (--unsafe-links keeps it)", f->out, f->out);
+	snprintf(want, sizeof(want), "%s/esc: skipping symlink to '../outside': it leads "
+		 "outside %s (--safe-links)", f->out, f->out);
 	{
 		int found = 0;
 
@@ -335,7 +339,8 @@ static void test_escaping_links_refused(void **state)
 	compare(f); /* the rest is extracted */
 }
 
-static void test_unsafe_links_kept(void **state)
+/* By default every symlink is restored as it is, absolute and '..' ones too. */
+static void test_links_verbatim(void **state)
 {
 	struct fixture *f = *state;
 	struct cairn_extract_opts o;
@@ -344,17 +349,92 @@ static void test_unsafe_links_kept(void **state)
 
 	build(f, escaping, 4);
 	opts_for(f, &o);
-	o.unsafe_links = 1;
 	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/", f->out, &o, NULL), 0);
 	assert_int_equal(f->nmsgs, 0);
-	pathf(p, sizeof(p), f->out, "esc");
-	n = readlink(p, t, sizeof(t));
-	assert_int_equal(n, 10);
-	assert_memory_equal(t, "../outside", 10);
+	for (size_t i = 0; i < 4; i++) {
+		pathf(p, sizeof(p), f->out, escaping[2 * i] + 1);
+		n = readlink(p, t, sizeof(t));
+		assert_int_equal(n, (ssize_t)strlen(escaping[2 * i + 1]));
+		assert_memory_equal(t, escaping[2 * i + 1], (size_t)n);
+	}
+	compare(f);
 }
 
-/* A subtree into an open descriptor: its boundary is the subtree, so dir/up
- * ("../hello", fine in the whole image) is refused there. */
+/* Extracting into an existing directory (think /tmp or ~) keeps its mode and
+ * times, and merges into existing subdirectories without touching what they
+ * hold or their attributes; overwrite_dirs gives both the image's. */
+static void test_existing_dirs_merged(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	struct cairn_extract_opts o;
+	char p[256], a[256];
+	struct timespec root_t[2] = { { 1234567890, 0 }, { 1234567890, 0 } };
+	struct stat s;
+
+	assert_int_equal(utimensat(AT_FDCWD, f->src, root_t, 0), 0);
+	build(f, NULL, 0);
+	assert_int_equal(mkdir(f->out, 0700), 0);
+	assert_int_equal(chmod(f->out, 01777), 0);
+	pathf(p, sizeof(p), f->out, "dir");
+	assert_int_equal(mkdir(p, 0700), 0);
+	pathf(p, sizeof(p), f->out, "dir/mine");
+	close(open(p, O_WRONLY | O_CREAT | O_EXCL, 0600));
+	pathf(p, sizeof(p), f->out, "dir");
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, f->out, old, 0), 0);
+	opts_for(f, &o);
+	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/", f->out, &o, NULL), 0);
+	assert_int_equal(f->nmsgs, 0);
+	assert_int_equal(lstat(f->out, &s), 0);
+	/* The mode stays; the mtime is what adding entries made it, not the root's. */
+	assert_int_equal(s.st_mode & 07777, 01777);
+	assert_int_not_equal(s.st_mtim.tv_sec, 1234567890);
+	pathf(p, sizeof(p), f->out, "dir");
+	assert_int_equal(lstat(p, &s), 0);
+	assert_int_equal(s.st_mode & 07777, 0700);
+	assert_int_not_equal(s.st_mtim.tv_sec, 1500000000); /* make_tree's time of src/dir */
+	pathf(p, sizeof(p), f->out, "dir/mine");
+	assert_int_equal(access(p, F_OK), 0);
+	pathf(p, sizeof(p), f->out, "dir/nested");
+	pathf(a, sizeof(a), f->src, "dir/nested");
+	same_file(a, p);
+
+	/* Again with overwrite_dirs: the directories take the image's attributes
+	 * (the files exist, so each is a problem, overwritten none). */
+	opts_for(f, &o);
+	o.overwrite_dirs = 1;
+	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/", f->out, &o, NULL), -EEXIST);
+	same_attrs(f->src, f->out);
+	pathf(p, sizeof(p), f->out, "dir");
+	pathf(a, sizeof(a), f->src, "dir");
+	same_attrs(a, p);
+}
+
+/* An existing non-directory where the image has a directory (a symlink, say)
+ * is not entered: nothing lands where it points. */
+static void test_existing_symlink_not_entered(void **state)
+{
+	struct fixture *f = *state;
+	struct cairn_extract_opts o;
+	char p[256], want[512];
+
+	build(f, NULL, 0);
+	assert_int_equal(mkdir(f->out, 0700), 0);
+	pathf(p, sizeof(p), f->root, "elsewhere");
+	assert_int_equal(mkdir(p, 0700), 0);
+	pathf(p, sizeof(p), f->out, "dir");
+	assert_int_equal(symlink("../elsewhere", p), 0);
+	opts_for(f, &o);
+	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/", f->out, &o, NULL), -ENOTDIR);
+	snprintf(want, sizeof(want), "%s/dir: exists and is not a directory", f->out);
+	assert_string_equal(f->msgs[0], want);
+	pathf(p, sizeof(p), f->root, "elsewhere/nested");
+	assert_int_equal(access(p, F_OK), -1);
+}
+
+/* A subtree into an open descriptor: its boundary is the subtree, so with
+ * safe_links dir/up ("../hello", fine in the whole image) is skipped there. */
 static void test_subtree_into_fd(void **state)
 {
 	struct fixture *f = *state;
@@ -369,12 +449,14 @@ static void test_subtree_into_fd(void **state)
 	assert_true(fd >= 0);
 	opts_for(f, &o);
 	o.target_name = "T";
+	o.safe_links = 1;
+	o.overwrite_dirs = 1; /* the target exists: only so does it take /dir's attributes */
 	assert_int_equal(cairn_extract(f->img_obj, "/dir", fd, &o, &st), -EXDEV);
 	assert_int_equal(fcntl(fd, F_GETFD), 0); /* still open: the caller's */
 	close(fd);
 	assert_int_equal(f->nmsgs, 1);
-	assert_string_equal(f->msgs[0], "T/up: refusing symlink to '../hello': it leads "
-			    "outside T (--unsafe-links keeps it)");
+	assert_string_equal(f->msgs[0], "T/up: skipping symlink to '../hello': it leads "
+			    "outside T (--safe-links)");
 	pathf(p, sizeof(p), f->out, "nested");
 	pathf(a, sizeof(a), f->src, "dir/nested");
 	same_file(a, p);
@@ -407,12 +489,12 @@ static void test_errors_named(void **state)
 	snprintf(want, sizeof(want), "%s: Not a directory", f->img);
 	assert_string_equal(f->msgs[0], want);
 
-	/* A second extract into the same place overwrites nothing and names each. */
-	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/dir", f->out, NULL, NULL), -EXDEV);
+	/* A second extract into the same place overwrites nothing and names each
+	 * file; the subdirectory is merged into, no problem. */
+	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/dir", f->out, NULL, NULL), 0);
 	opts_for(f, &o);
-	o.unsafe_links = 1;
 	assert_int_equal(cairn_extract_to_dir(f->img_obj, "/dir", f->out, &o, &st), -EEXIST);
-	assert_int_equal(st.problems, 6); /* every entry but the refused link up */
+	assert_int_equal(st.problems, 6); /* every entry but sub */
 	snprintf(want, sizeof(want), "%s/fifo: File exists", f->out);
 	assert_string_equal(f->msgs[0], want);
 }
@@ -421,8 +503,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_escaping_links_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unsafe_links_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_safe_links_skip_escaping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_links_verbatim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_existing_dirs_merged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_existing_symlink_not_entered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subtree_into_fd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors_named, setup, teardown),
 	};

@@ -607,6 +607,112 @@ static void test_errors(void **state)
 	cairn_mkfs_free(m);
 }
 
+static void add_line(struct cairn_mkfs **m, const struct cairn_mkfs_opts *o, const char *text,
+		     int want)
+{
+	char base[1024];
+
+	pathf(base, sizeof(base), "%s", "");
+	assert_int_equal(cairn_mkfs_new(o, m), 0);
+	int rc = cairn_mkfs_add_manifest_text(*m, text, strlen(text), base, "M");
+	if (rc != want)
+		print_message("%s: %s\n", text, cairn_mkfs_error(*m));
+	assert_int_equal(rc, want);
+}
+
+/* A glob matching nothing is an error (allow_empty_globs accepts it); a '..'
+ * in an in-image path is refused and leaves no stray directory behind. */
+static void test_manifest_rules(void **state)
+{
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs_stats st;
+	struct cairn_mkfs *m;
+	char img[1024];
+
+	cairn_mkfs_opts_init(&o);
+	add_line(&m, &o, "/bin/*: src/no-such-*.so\n", -ENOENT);
+	assert_non_null(strstr(cairn_mkfs_error(m), "M:1: "));
+	assert_non_null(strstr(cairn_mkfs_error(m), "src/no-such-*.so: the glob matches nothing"));
+	cairn_mkfs_free(m);
+	o.allow_empty_globs = 1;
+	add_line(&m, &o, "/bin/*: src/no-such-*.so\n", 0);
+	cairn_mkfs_free(m);
+	o.allow_empty_globs = 0;
+
+	pathf(img, sizeof(img), "dotdot.cairn");
+	for (const char *const *t = (const char *const[]){ "/a/../b: src/small\n",
+							   "/a/..: src/small\n",
+							   "/x/../y -> t\n", "/../z/**: src/dir/**\n",
+							   NULL };
+	     *t; t++) {
+		add_line(&m, &o, *t, -EINVAL);
+		assert_non_null(strstr(cairn_mkfs_error(m), "M:1: "));
+		assert_non_null(strstr(cairn_mkfs_error(m), "'..'") ||
+				strstr(cairn_mkfs_error(m), "invalid in-image path"));
+		assert_int_equal(cairn_mkfs_write_path(m, img), 0);
+		cairn_mkfs_get_stats(m, &st);
+		assert_int_equal(st.dirs, 1); /* the root alone: nothing stray */
+		cairn_mkfs_free(m);
+	}
+	/* Names merely starting or ending in dots are names. */
+	add_line(&m, &o, "/a../..b/...: src/small\n", 0);
+	cairn_mkfs_free(m);
+}
+
+struct warns {
+	char first[1024];
+	unsigned n;
+};
+
+static void on_warn(void *ctx, const char *msg)
+{
+	struct warns *w = ctx;
+
+	if (!w->n++)
+		snprintf(w->first, sizeof(w->first), "%s", msg);
+}
+
+/* A file that grows between the scan and the data copy is stored at its
+ * scanned size, with a warning naming it (tar's "file changed as we read it"). */
+static void test_file_grew(void **state)
+{
+	static char data[256 << 10];
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m;
+	struct warns w = { "", 0 };
+	struct cairn_image *im;
+	struct cairn_stat st;
+	cairn_ino_t ino;
+	char dir[1024], file[1024], img[1024];
+
+	memset(data, 'g', sizeof(data));
+	pathf(dir, sizeof(dir), "grow");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	put_file("grow/file", data, sizeof(data), 0644);
+	cairn_mkfs_opts_init(&o);
+	o.warn = on_warn;
+	o.ctx = &w;
+	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
+	assert_int_equal(cairn_mkfs_add_tree(m, "/", dir), 0);
+	pathf(file, sizeof(file), "grow/file");
+	FILE *f = fopen(file, "a");
+	assert_non_null(f);
+	fputs("more", f);
+	fclose(f);
+	pathf(img, sizeof(img), "grow.cairn");
+	assert_int_equal(cairn_mkfs_write_path(m, img), 0);
+	cairn_mkfs_free(m);
+	assert_int_equal(w.n, 1);
+	if (!strstr(w.first, "grow/file: file changed as we read it (grew from 262144 to "
+		    "262148 bytes; the image holds the first 262144)"))
+		fail_msg("warning: '%s'", w.first);
+	assert_int_equal(cairn_image_open_path(img, NULL, &im), 0);
+	assert_int_equal(cairn_image_resolve(im, "/file", 1, &ino), 0);
+	assert_int_equal(cairn_image_stat(im, ino, &st), 0);
+	assert_int_equal(st.size, sizeof(data));
+	cairn_image_close(im);
+}
+
 /* Paths longer than PATH_MAX: the walk and the data copy still reach them. */
 static void test_deep(void **state)
 {
@@ -692,11 +798,17 @@ static void test_manifest_parse(void **state)
 	assert_int_equal(cairn_manifest_parse("", 0, collect_entry, &c, err, sizeof(err)), 0);
 }
 
-static int collect_order(void *ctx, const char *path, size_t len, unsigned line)
+static int collect_order(void *ctx, const struct cairn_order_record *r)
 {
 	struct collect *c = ctx;
 	size_t n = strlen(c->out);
-	snprintf(c->out + n, sizeof(c->out) - n, "%u:%.*s;", line, (int)len, path);
+	snprintf(c->out + n, sizeof(c->out) - n, "%u:%.*s", r->line, (int)r->path_len, r->path);
+	n = strlen(c->out);
+	if (r->has_range)
+		snprintf(c->out + n, sizeof(c->out) - n, "@%llu+%llu",
+			 (unsigned long long)r->offset, (unsigned long long)r->length);
+	n = strlen(c->out);
+	snprintf(c->out + n, sizeof(c->out) - n, ";");
 	return 0;
 }
 
@@ -705,7 +817,46 @@ static void test_order_parse(void **state)
 	struct collect c = { "" };
 	const char *text = "/a\n# c\n/b 0 4096\n\n/with space 12 34\n/c 5\n  /d  \n/e 1 2 3";
 	assert_int_equal(cairn_order_parse(text, strlen(text), collect_order, &c), 0);
-	assert_string_equal(c.out, "1:/a;3:/b;5:/with space;6:/c 5;7:/d;8:/e 1;");
+	assert_string_equal(c.out, "1:/a;3:/b@0+4096;5:/with space@12+34;6:/c 5;7:/d;"
+				   "8:/e 1@2+3;");
+}
+
+/* Names with a newline, backslashes, control bytes, leading '#' and spaces at
+ * either end: written by cairn_order_write_record() (the trace), read back
+ * the same by cairn_order_parse(), one record per line. */
+static void test_order_escape_roundtrip(void **state)
+{
+	static const char *const names[] = { "/a\nb", "/new\nline", "/back\\slash\\n",
+					     "/tab\tand\001ctl\177", "/trailing space ",
+					     "# not a comment", " /lead", "/plain name 1 2",
+					     "/odd \\x \\0 \\9" };
+	size_t n = sizeof(names) / sizeof(names[0]);
+	struct collect c = { "" }, want = { "" };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(cairn_order_write_record(f, names[i], 4096 * i, 4096), 0);
+	fclose(f);
+	size_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	assert_int_equal(lines, n);
+	assert_int_equal(cairn_order_parse(text, len, collect_order, &c), 0);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(want.out);
+		snprintf(want.out + k, sizeof(want.out) - k, "%zu:%s@%zu+4096;", i + 1, names[i],
+			 4096 * i);
+	}
+	assert_string_equal(c.out, want.out);
+	/* Hand-written files: a backslash that starts no escape stays itself. */
+	c.out[0] = '\0';
+	const char *hand = "/C:\\dir\\x\\400\n/a\\\\b\\012c\n";
+	assert_int_equal(cairn_order_parse(hand, strlen(hand), collect_order, &c), 0);
+	assert_string_equal(c.out, "1:/C:\\dir\\x\\400;2:/a\\b\nc;");
+	free(text);
 }
 
 static void test_exclude(void **state)
@@ -727,6 +878,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_manifest_parse),
 		cmocka_unit_test(test_order_parse),
+		cmocka_unit_test(test_order_escape_roundtrip),
 		cmocka_unit_test(test_exclude),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reproducible, setup, teardown),
@@ -735,6 +887,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_manifest_build, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_grew, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Exit codes and messages of the read-side commands: output that cannot be
+# written (> /dev/full) is exit 1 with a message; info on something that is not
+# an image (a character device, a directory, a FIFO) says what it is, naming the
+# path, and does not hang; fsck prints one bad metadata block once, well formed.
+set -u
+CAIRN=${CAIRN:-build/cairn}
+work=$(mktemp -d /tmp/cairn-errors.XXXXXX)
+trap 'rm -rf "$work"' EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+
+mkdir "$work/src"
+echo hello > "$work/src/a"
+mkdir "$work/src/d"
+"$CAIRN" mkfs -q "$work/src" "$work/img" || fail "mkfs"
+
+[ -w /dev/full ] || { echo "no /dev/full"; exit 77; }
+for args in "info $work/img" "info --json $work/img" "ls -l $work/img /" "stat $work/img /a" \
+            "fsck $work/img" "--help" "info --help" "ls --help" "mkfs --help" "--version"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" $args >/dev/full 2>"$work/err"; rc=$?
+  [ $rc -eq 1 ] || fail "cairn $args > /dev/full: exit $rc, not 1"
+  grep -q "writing to stdout: No space left on device" "$work/err" ||
+    fail "cairn $args > /dev/full: no message: $(cat "$work/err")"
+done
+echo "ok: a failed write to stdout is exit 1 with a message"
+
+expect_msg() { # want, args...
+  want=$1; shift
+  timeout 20 "$CAIRN" "$@" >/dev/null 2>"$work/err"; rc=$?
+  [ $rc -eq 1 ] || fail "cairn $*: exit $rc, not 1"
+  grep -qF "$want" "$work/err" || fail "cairn $*: said '$(cat "$work/err")', not '$want'"
+}
+expect_msg "cairn info: not a cairn image: /dev/null is a character device" info /dev/null
+expect_msg "cairn info: not a cairn image: $work/src is a directory" info "$work/src"
+expect_msg "cairn ls: not a cairn image: $work/src is a directory" ls "$work/src"
+mkfifo "$work/fifo"
+expect_msg "cairn info: not a cairn image: $work/fifo is a FIFO" info "$work/fifo"
+echo "ok: info on a device, a directory, a FIFO says what it is"
+
+# Damage the first metadata block: every inode in it fails with the same reason.
+cp "$work/img" "$work/bad"
+printf 'XXXX' | dd of="$work/bad" bs=1 seek=5000 conv=notrunc 2>/dev/null
+"$CAIRN" fsck "$work/bad" >"$work/out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "fsck of a damaged image: exit $rc: $(cat "$work/out")"
+[ "$(grep -c "checksum mismatch" "$work/out")" -eq 1 ] ||
+  fail "fsck: the bad block is not reported once: $(cat "$work/out")"
+grep -q ": :" "$work/out" && fail "fsck: empty field: $(cat "$work/out")"
+grep -q "^$work/bad: metadata: metadata block 0 (offset 4096): checksum mismatch\$" "$work/out" ||
+  fail "fsck: message: $(cat "$work/out")"
+echo "ok: fsck: $(head -1 "$work/out")"
+echo "errors: all checks passed"
