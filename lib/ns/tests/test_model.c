@@ -1147,21 +1147,28 @@ static uint64_t t_lookup(struct cairn_ns *ns, uint64_t dir, const char *name,
 }
 
 /* Copying /etc/motd up puts a name in the RAM copy of /etc: that is no change
- * to /etc, whose times stay the image's. */
-static void test_copy_up_keeps_parent_times(void **state)
+ * to /etc, whose times stay the image's. The same for /dir/fifo, which is not
+ * a regular file, so it is copied the other way (under the namespace lock). */
+static void keeps_parent_times(struct fixture *fx, const char *dir, const char *name, int idx)
 {
-	struct cairn_ns *ns = new_overlay(*state);
-	struct cairn_ns_entry etc, motd, e;
+	struct cairn_ns *ns = new_overlay(fx);
+	struct cairn_ns_entry d, n, e;
 	struct cairn_setattr sa = { .valid = CAIRN_SET_MODE, .mode = 0600 };
 
-	t_lookup(ns, CAIRN_NS_ROOT, "etc", &etc);
-	t_lookup(ns, etc.node, "motd", &motd);
-	assert_int_equal(cairn_ns_setattr(ns, motd.node, &sa, NULL, &e), 0);
-	assert_int_equal(cairn_ns_getattr(ns, etc.node, &e), 0);
-	assert_int_equal(e.st.mtime.sec, IMAGE_MTIME(0)); /* image_tree[0] is etc */
-	cairn_ns_forget(ns, motd.node, 1);
-	cairn_ns_forget(ns, etc.node, 1);
+	t_lookup(ns, CAIRN_NS_ROOT, dir, &d);
+	t_lookup(ns, d.node, name, &n);
+	assert_int_equal(cairn_ns_setattr(ns, n.node, &sa, NULL, &e), 0);
+	assert_int_equal(cairn_ns_getattr(ns, d.node, &e), 0);
+	assert_int_equal(e.st.mtime.sec, IMAGE_MTIME(idx));
+	cairn_ns_forget(ns, n.node, 1);
+	cairn_ns_forget(ns, d.node, 1);
 	cairn_ns_free(ns);
+}
+
+static void test_copy_up_keeps_parent_times(void **state)
+{
+	keeps_parent_times(*state, "etc", "motd", 0); /* image_tree[0] is etc */
+	keeps_parent_times(*state, "dir", "fifo", 6); /* and [6] dir */
 }
 
 struct find_ino {
