@@ -22,13 +22,9 @@
  * operation count, CAIRN_MODEL_TRACE=1 prints every operation); every failure
  * prints its seed and operation number.
  *
- * Not modelled yet (each is being fixed on another branch; enable after merging):
- * TODO(O_TRUNC): cairn_ns_open(O_WRONLY | O_TRUNC) of an image file must leave it
- *   empty (today the data is copied up and kept). Add an op that opens with
- *   O_TRUNC, expects size 0 and releases.
- * TODO(hard links): image files with several names. Today a copy-up of one name
- *   keeps the image inode number that the other names still show. Add a pair of
- *   image hard links to image_tree[] and model copy-up of one name as a new inode.
+ * Image hard links follow ns.h: changing one name of an image file with several
+ * copies that name up alone, as a new inode; the names left keep the image's
+ * inode, one link fewer. open(O_TRUNC) empties a file, image files included.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,8 +65,10 @@ enum { T_REG = S_IFREG, T_DIR = S_IFDIR, T_LNK = S_IFLNK, T_FIFO = S_IFIFO };
 struct image_ent {
 	const char *path;
 	uint32_t type, perm;
-	const char *data;       /* regular file content, or symlink target */
+	const char *data;       /* regular file content, symlink target, or (T_LINK) the
+				   earlier entry this is a hard link to */
 };
+#define T_LINK 1u               /* another name of an earlier entry; these come last */
 static const struct image_ent image_tree[] = {
 	{ "etc", T_DIR, 0755, NULL },
 	{ "etc/motd", T_REG, 0644, "hello from the image\n" },
@@ -88,6 +86,8 @@ static const struct image_ent image_tree[] = {
 	{ "tmp/seed", T_REG, 0644, "seeded" },
 	{ "tmp/sd", T_DIR, 0755, NULL },
 	{ "tmp/sd/x", T_REG, 0600, "x in sd" },
+	{ "dir/b", T_REG, 0644, "two names" },
+	{ "etc/b", T_LINK, 0, "dir/b" },
 };
 #define NIMAGE ((int)(sizeof(image_tree) / sizeof(image_tree[0])))
 /* Image objects given user.m=IMAGE_XATTR, if the host fs takes user xattrs. */
@@ -113,6 +113,7 @@ struct obj {
 	int writable;           /* tmp variant: inside a RAM subtree */
 	int image_dir;          /* a directory of the image: never moves (-EXDEV) */
 	int holes;              /* /etc/big, unchanged: its run of zeros takes no blocks */
+	int group;              /* an image file with several names, not copied up */
 	int64_t mtime;          /* seconds; -1 = changed to "now" by the fs */
 	uint64_t st_ino;        /* 0 until first seen */
 	uint64_t held;          /* a node id kept referenced, or 0 */
@@ -217,6 +218,35 @@ static void unlink_name(struct model *m, int d, int ni)
 	m->obj[d].child[ni] = -1;
 	m->obj[d].mtime = -1;
 	if (--m->obj[i].nlink == 0)
+		obj_die(m, i);
+}
+
+/* Changing name ni of dir d copies it up. For a name of an image file with
+ * several, that makes a new inode for this name alone (ns.h): the model splits
+ * it off, and the names left keep the image's inode, one link fewer. */
+static void copy_up_name(struct model *m, int d, int ni)
+{
+	int i = m->obj[d].child[ni], j;
+	struct obj *o, *c;
+	unsigned char *data;
+
+	if (i < 0 || !m->obj[i].group)
+		return;
+	j = new_obj(m, m->obj[i].type, m->obj[i].perm);
+	CHECK(m, j >= 0, "model full"); /* op_create leaves room for this */
+	o = &m->obj[i];
+	c = &m->obj[j];
+	data = c->data;
+	*c = *o;
+	c->data = data;
+	memcpy(c->data, o->data, MAXSIZE);
+	c->nlink = 1;
+	c->group = 0;
+	c->st_ino = 0;
+	c->held = 0;
+	m->obj[d].child[ni] = j;
+	TRACE(m, "obj %d/%s: copied up as obj %d", d, names[ni], j);
+	if (--o->nlink == 0)
 		obj_die(m, i);
 }
 
@@ -519,8 +549,8 @@ static void op_create(struct model *m, uint32_t type)
 	uint64_t dn;
 	const char *nm = names[ni];
 
-	if (m->nobj == MAXOBJ)
-		return; /* the model is full */
+	if (m->nobj >= MAXOBJ - 4)
+		return; /* the model is full (copy_up_name needs room too) */
 	snprintf(target, sizeof(target), "t%" PRIu64, rn(m, 100000));
 	dn = dir_node(m, d);
 	if (type == T_DIR)
@@ -575,6 +605,8 @@ static void op_link(struct model *m)
 		CHECK(m, r == -EROFS, "link with read-only part: %d", r);
 		return;
 	}
+	copy_up_name(m, sd, sni); /* before the name is checked */
+	i = m->obj[sd].child[sni];
 	if (m->obj[d].child[ni] >= 0) {
 		CHECK(m, r == -EEXIST, "link over obj %d/%s: %d", d, names[ni], r);
 		return;
@@ -682,6 +714,12 @@ static void op_rename(struct model *m)
 	      nd, names[nni], flags, r, want);
 	if (r || s == t)
 		return;
+	copy_up_name(m, od, oni);
+	s = m->obj[od].child[oni];
+	if (flags & RENAME_EXCHANGE) {
+		copy_up_name(m, nd, nni);
+		t = m->obj[nd].child[nni];
+	}
 	if (flags & RENAME_EXCHANGE) {
 		link_name(m, nd, nni, s);
 		link_name(m, od, oni, t);
@@ -719,6 +757,9 @@ static void op_write(struct model *m)
 		return;
 	}
 	CHECK(m, r == (ssize_t)len, "write obj %d: %zd want %" PRIu64, i, r, len);
+	copy_up_name(m, d, ni);
+	i = m->obj[d].child[ni];
+	o = &m->obj[i];
 	memcpy(o->data + off, m->buf, len);
 	if (off + len > o->size)
 		o->size = off + len;
@@ -773,6 +814,9 @@ static void op_setattr(struct model *m)
 		return;
 	}
 	CHECK(m, r == 0, "setattr kind %d of obj %d: %d", kind, i, r);
+	copy_up_name(m, d, ni);
+	i = m->obj[d].child[ni];
+	o = &m->obj[i];
 	switch (kind) {
 	case 0:
 		if (sa.size < o->size)
@@ -842,6 +886,11 @@ static void op_xattr(struct model *m)
 	else
 		r = 0;
 	TRACE(m, "xattr kind %d obj %d: %d", kind, i, r);
+	if (kind < 2 && can_write(m, i)) {
+		copy_up_name(m, d, ni);
+		i = m->obj[d].child[ni];
+		o = &m->obj[i];
+	}
 	if (kind < 2 && !can_write(m, i)) {
 		CHECK(m, r == -EROFS, "xattr change on read-only obj %d: %d", i, r);
 	} else if (kind == 0) {
@@ -861,13 +910,51 @@ static void op_xattr(struct model *m)
 	put_node(m, node);
 }
 
+/* open and release: for writing it copies up, with O_TRUNC it empties the file. */
+static void op_open(struct model *m)
+{
+	int d, ni, i = pick_obj(m, &d, &ni), r;
+	int flags = (int[]){ O_RDONLY, O_RDWR, O_WRONLY | O_TRUNC }[rn(m, 3)];
+	struct cairn_ns_entry e;
+	uint64_t node, fh;
+	struct obj *o;
+
+	if (i < 0 || m->obj[i].type != T_REG)
+		return;
+	node = obj_node(m, d, ni);
+	r = cairn_ns_open(m->ns, node, flags, NULL, &fh);
+	if (!r)
+		cairn_ns_release(m->ns, node, fh);
+	TRACE(m, "open obj %d flags %#x: %d", i, (unsigned)flags, r);
+	if (flags != O_RDONLY && !can_write(m, i)) {
+		put_node(m, node);
+		CHECK(m, r == -EROFS, "open for writing of read-only obj %d: %d", i, r);
+		return;
+	}
+	CHECK(m, r == 0, "open obj %d flags %#x: %d", i, (unsigned)flags, r);
+	if (flags != O_RDONLY)
+		copy_up_name(m, d, ni);
+	i = m->obj[d].child[ni];
+	o = &m->obj[i];
+	if (flags & O_TRUNC) {
+		memset(o->data, 0, o->size);
+		o->size = 0;
+		o->mtime = -1;
+		o->holes = 0;
+	}
+	CHECK(m, cairn_ns_getattr(m->ns, node, &e) == 0, "getattr obj %d", i);
+	check_entry(m, i, &e);
+	check_data(m, i, node);
+	put_node(m, node);
+}
+
 /* Keep a node referenced across operations, or let one go. */
 static void op_hold(struct model *m)
 {
 	int d, ni, i = pick_obj(m, &d, &ni);
 
-	if (i < 0)
-		return;
+	if (i < 0 || m->obj[i].group)
+		return; /* each name of a group is a node of its own: not modelled */
 	if (m->obj[i].held) {
 		release_held(m, &m->obj[i]);
 		return;
@@ -887,6 +974,13 @@ static int make_source(const char *src)
 		const struct image_ent *e = &image_tree[i];
 
 		snprintf(p, sizeof(p), "%s/%s", src, e->path);
+		if (e->type == T_LINK) {
+			char to[256];
+
+			snprintf(to, sizeof(to), "%s/%s", src, e->data);
+			assert_int_equal(link(to, p), 0);
+			continue;
+		}
 		if (e->type == T_DIR) {
 			assert_int_equal(mkdir(p, 0700), 0);
 		} else if (e->type == T_LNK) {
@@ -918,6 +1012,8 @@ static int make_source(const char *src)
 	for (int i = NIMAGE - 1; i >= 0; i--) {
 		struct timespec ts[2] = { { IMAGE_MTIME(i), 0 }, { IMAGE_MTIME(i), 0 } };
 
+		if (image_tree[i].type == T_LINK)
+			continue;
 		snprintf(p, sizeof(p), "%s/%s", src, image_tree[i].path);
 		assert_int_equal(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW), 0);
 	}
@@ -950,8 +1046,8 @@ static struct cairn_image *make_image(char *dir, int *xattrs)
 	return img;
 }
 
-/* Object index of the model directory at an image path ("" = root). */
-static int model_dir(struct model *m, const char *path)
+/* Object index of the model object at an image path ("" = root). */
+static int model_obj(struct model *m, const char *path)
 {
 	int d = 0;
 	const char *s = path;
@@ -974,15 +1070,22 @@ static void load_model(struct model *m, int xattrs)
 	m->obj[root].writable = !m->tmp_variant;
 	for (int i = 0; i < NIMAGE; i++) {
 		const struct image_ent *e = &image_tree[i];
-		const char *slash = strrchr(e->path, '/');
+		const char *slash = strrchr(e->path, '/'), *base = slash ? slash + 1 : e->path;
 		char parent[64] = "";
-		int o = new_obj(m, e->type, e->perm), d;
+		int o, d;
 
 		if (slash)
 			snprintf(parent, sizeof(parent), "%.*s", (int)(slash - e->path), e->path);
-		d = model_dir(m, parent);
-		link_name(m, d, name_index(slash ? slash + 1 : e->path,
-					   strlen(slash ? slash + 1 : e->path)), o);
+		d = model_obj(m, parent);
+		if (e->type == T_LINK) {
+			o = model_obj(m, e->data);
+			link_name(m, d, name_index(base, strlen(base)), o);
+			m->obj[o].nlink++;
+			m->obj[o].group = !m->tmp_variant;
+			continue;
+		}
+		o = new_obj(m, e->type, e->perm);
+		link_name(m, d, name_index(base, strlen(base)), o);
 		m->obj[o].image_dir = e->type == T_DIR && !m->tmp_variant;
 		m->obj[o].writable = !m->tmp_variant || !strncmp(e->path, "tmp", 3);
 		if (e->type == T_LNK)
@@ -1000,7 +1103,7 @@ static void load_model(struct model *m, int xattrs)
 	}
 	/* Loading children marked their directories changed: they are not. */
 	for (int i = 1; i < m->nobj; i++) {
-		m->obj[i].mtime = IMAGE_MTIME(i - 1); /* object i is image_tree[i - 1] */
+		m->obj[i].mtime = IMAGE_MTIME(i - 1); /* object i is image_tree[i - 1] (links last) */
 		m->obj[i].uid = (uint32_t)geteuid();
 		m->obj[i].gid = (uint32_t)getegid();
 	}
@@ -1054,7 +1157,7 @@ static void run_seed(struct cairn_image *img, int xattrs, uint64_t seed, int nop
 		case 11: case 12: op_write(m); break;
 		case 13: case 14: op_setattr(m); break;
 		case 15: op_hold(m); break;
-		case 16: op_check(m); break;
+		case 16: rn(m, 2) ? op_check(m) : op_open(m); break;
 		case 17: op_xattr(m); break;
 		default: {
 			int d = pick_dir(m);
