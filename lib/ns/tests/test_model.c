@@ -46,6 +46,7 @@
 #include <cairn/mkfs.h>
 #include <cairn/ns.h>
 #include "util/tests/model.h"
+#include "fixture.h"
 
 #define MAXOBJ 1024
 #define MAXSIZE (256 * 1024)
@@ -1022,10 +1023,6 @@ static int make_source(const char *src)
 
 static struct cairn_image *make_image(char *dir, int *xattrs)
 {
-	struct cairn_mkfs_opts mo;
-	struct cairn_mkfs *mk;
-	struct cairn_open_opts oo;
-	struct cairn_image *img;
 	char src[128], path[128];
 
 	strcpy(dir, "/tmp/cairn-ns-model.XXXXXX");
@@ -1034,16 +1031,8 @@ static struct cairn_image *make_image(char *dir, int *xattrs)
 	assert_int_equal(mkdir(src, 0755), 0);
 	assert_int_equal(chmod(src, 0755), 0);
 	*xattrs = make_source(src);
-	cairn_mkfs_opts_init(&mo);
-	mo.no_fsync = 1;
-	assert_int_equal(cairn_mkfs_new(&mo, &mk), 0);
-	assert_int_equal(cairn_mkfs_add_tree(mk, "/", src), 0);
 	snprintf(path, sizeof(path), "%s/img", dir);
-	assert_int_equal(cairn_mkfs_write_path(mk, path), 0);
-	cairn_mkfs_free(mk);
-	memset(&oo, 0, sizeof(oo));
-	assert_int_equal(cairn_image_open_path(path, &oo, &img), 0);
-	return img;
+	return t_pack(src, path);
 }
 
 /* Object index of the model object at an image path ("" = root). */
@@ -1203,13 +1192,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[128];
 
 	cairn_image_close(fx->img);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
-	if (system(cmd)) {
-		/* left behind in /tmp; harmless */
-	}
+	t_remove_tree(fx->dir);
 	free(fx);
 	return 0;
 }
