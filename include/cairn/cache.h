@@ -66,6 +66,12 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 			 const struct cairn_cache_hint *hint);
 /* Start reading [off, off+len) in large background requests; returns at once. */
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
+/* Hand the cache bytes [off, off+len) of the device that the caller already
+ * read (and checked): the whole segments among them become cached, as if
+ * fetched, without a device request; segments already present are left alone.
+ * For a layer that had to read the start of the device before the cache existed
+ * (the verify device reads block 0 and the digest table). */
+void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint64_t off);
 /* Wait until queued readahead and prefetch work is done, then hold the cache to
  * its budget (fetches in flight may overshoot it by their slack until then). */
 void cairn_cache_drain(struct cairn_cache *c);

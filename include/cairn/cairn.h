@@ -6,6 +6,7 @@
 #include <cairn/error.h>
 #include <cairn/format.h>
 #include <cairn/bdev.h>
+#include <cairn/verify.h>
 #include <cairn/cache.h>
 #include <cairn/image.h>
 #include <cairn/mkfs.h>

@@ -21,6 +21,7 @@ extern "C" {
 #include <sys/types.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
+#include <cairn/verify.h>
 
 struct cairn_image;
 typedef uint64_t cairn_ino_t;
@@ -115,12 +116,14 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
  * content hash. Problems are reported through `report` (may be NULL); returns the
  * number of problems found (0 = clean) or a negative errno if checking could not run. */
 #define CAIRN_FSCK_DATA 1u
+/* Images with digests: every granule against the digest table (reads the image). */
+#define CAIRN_FSCK_DIGESTS 2u
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 
 /*
- * Convenience: build the stack file -> [offset] -> [qcow2] -> [fault] -> [delay]
- * -> stats -> cache -> image from options, as the CLI and the mount do.
+ * Convenience: build the stack file -> [offset] -> [fault] -> [delay] -> stats ->
+ * [qcow2] -> [verify] -> cache -> image from options, as the CLI and the mount do.
  */
 struct cairn_open_opts {
 	struct cairn_cache_config cache;
@@ -129,6 +132,9 @@ struct cairn_open_opts {
 	uint64_t offset;                         /* image starts here in the file */
 	unsigned file_flags;                     /* CAIRN_BDEV_FILE_* */
 	struct cairn_qcow2_config qcow2;
+	/* Digest checking (verify.h): on by default for images that have digests; a
+	 * verify device then sits under the cache. */
+	struct cairn_verify_config verify;
 };
 int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
 			  struct cairn_image **out);
@@ -138,6 +144,9 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 /* Counters of the stats device in an image opened by cairn_image_open_path();
  * -ENOENT when the stack has none. */
 int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_counters *out);
+/* The root digest of an image with digests (SHA-256 of block 0, as the verify
+ * device checked it, or read now when there is none); -ENODATA without digests. */
+int cairn_image_root_digest(struct cairn_image *img, uint8_t out[CAIRN_DIGEST_LEN]);
 /* The fault device of such a stack, or NULL. */
 struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img);
 

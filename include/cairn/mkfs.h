@@ -48,6 +48,9 @@ struct cairn_mkfs_opts {
 	int allow_empty_globs;      /* a manifest glob matching nothing is not an error */
 	int force;                  /* write_path: replace an existing regular file that is
 				     * not a cairn image (refused otherwise) */
+	int no_verity;              /* no digest table, no root digest (docs/FORMAT.md
+				     * "Verification"); readers then check metadata only */
+	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 17 (128 KiB) */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -111,6 +114,9 @@ struct cairn_mkfs_stats {
 	uint64_t inline_files, sparse_files, dedup_files, dedup_bytes;
 	uint64_t data_bytes;        /* logical bytes of all regular files */
 	uint64_t image_size, meta_len, data_len, hot_len;
+	int verity;                 /* the image has digests and this root digest: */
+	uint8_t root[32];           /*   SHA-256 of block 0 (cairn_digest_format()) */
+	uint64_t table_len;         /* bytes of the digest table region */
 };
 void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *out);
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cairn/error.h>
 #include "cache/cache_internal.h"
 
 /* Defaults; the segment size is chosen by measurement, see docs/BENCHMARKS.md. */
@@ -206,11 +207,65 @@ void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
 	}
 }
 
+/* Fetched segments become READY (each one's length from its place on the device). */
+static void publish_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+			uint64_t own_hi)
+{
+	uint64_t spec = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		uint64_t o = s[i]->idx << c->seg_shift;
+
+		pthread_mutex_lock(&sh->lock);
+		s[i]->len = (uint32_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
+		s[i]->state = SEG_READY;
+		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
+			s[i]->referenced = 1;
+			s[i]->from_ra = 0;
+		} else {
+			spec += s[i]->len;
+		}
+		pthread_cond_broadcast(&sh->cond);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (spec)
+		atomic_fetch_add_explicit(&c->ra_bytes, spec, memory_order_relaxed);
+	lru_add(c, s, n);
+}
+
+/* A run failed its digest check (a verify device below): fetch each segment
+ * alone, so only the reads that need a bad granule fail, not every read that
+ * happened to share the request. Costs requests only when bytes are bad. */
+static int refetch_each(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+			uint64_t own_hi)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t off = s[i]->idx << c->seg_shift;
+		size_t len = (size_t)(c->dev_size - off < c->seg_size ? c->dev_size - off : c->seg_size);
+		ssize_t r = cairn_bdev_read(c->dev, s[i]->data, len, off);
+
+		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+		if (r == (ssize_t)len) {
+			atomic_fetch_add_explicit(&c->bytes, len, memory_order_relaxed);
+			publish_run(c, &s[i], 1, own_lo, own_hi);
+			continue;
+		}
+		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+		r = r < 0 ? r : -EIO;
+		fail_claims(c, &s[i], 1, (int)r);
+		if (!err)
+			err = (int)r;
+	}
+	return err;
+}
+
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
 {
 	uint64_t off = s[0]->idx << c->seg_shift;
 	uint64_t want = (uint64_t)n << c->seg_shift;
-	uint64_t spec = 0;
 	unsigned char *tmp;
 	int err;
 
@@ -238,30 +293,14 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 				memcpy(s[i]->data, tmp + o, (size_t)l);
 			}
 		bounce_put(c, tmp);
+		if (err == -CAIRN_EDIGEST && n > 1)
+			return refetch_each(c, s, n, own_lo, own_hi);
 	}
 	if (err) {
 		fail_claims(c, s, n, err);
 		return err;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct shard *sh = seg_shard(c, s[i]->idx);
-		uint64_t o = (uint64_t)i << c->seg_shift;
-
-		pthread_mutex_lock(&sh->lock);
-		s[i]->len = (uint32_t)(want - o < c->seg_size ? want - o : c->seg_size);
-		s[i]->state = SEG_READY;
-		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
-			s[i]->referenced = 1;
-			s[i]->from_ra = 0;
-		} else {
-			spec += s[i]->len;
-		}
-		pthread_cond_broadcast(&sh->cond);
-		pthread_mutex_unlock(&sh->lock);
-	}
-	if (spec)
-		atomic_fetch_add_explicit(&c->ra_bytes, spec, memory_order_relaxed);
-	lru_add(c, s, n);
+	publish_run(c, s, n, own_lo, own_hi);
 	return 0;
 }
 
@@ -423,13 +462,12 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 			fetch_list = &all;
 		}
 	}
-	/* Our own request first (the reader is waiting on it), readahead after. */
-	if (fetch_list->n) {
-		int rc = fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
-
-		if (rc && !err)
-			err = rc;
-	}
+	/* Our own request first (the reader is waiting on it), readahead after.
+	 * A failure shows in our own claims' state below; one that hit only the
+	 * extension claims is not this read's (a bad granule next door must not
+	 * fail it). */
+	if (fetch_list->n)
+		(void)fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
 	if (!err && plan.ra_hi)
@@ -521,6 +559,39 @@ void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
 	seg_vec_init(&v);
 	claim_range(c, off >> c->seg_shift, (off + len - 1) >> c->seg_shift, &v);
 	queue_claims(c, v.v, v.n);
+	seg_vec_free(&v);
+}
+
+void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t end = off + len, first, stop;
+	struct seg_vec v;
+
+	if (c->passthrough || off >= c->dev_size || len == 0)
+		return;
+	if (end > c->dev_size)
+		end = c->dev_size;
+	/* Whole segments only; the device's last one may be short. */
+	first = (off + c->seg_size - 1) >> c->seg_shift;
+	stop = end == c->dev_size ? (end + c->seg_size - 1) >> c->seg_shift : end >> c->seg_shift;
+	if (first >= stop)
+		return;
+	seg_vec_init(&v);
+	claim_range(c, first, stop - 1, &v);
+	for (size_t i = 0; i < v.n; i++) {
+		struct seg *s = v.v[i];
+		uint64_t o = s->idx << c->seg_shift;
+		size_t n = (size_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
+		unsigned char *tmp;
+
+		evict_to_budget(c, c->seg_size);
+		if (seg_alloc_run(c, &s, 1, &tmp)) {
+			fail_claims(c, &s, 1, -ENOMEM);
+			continue;
+		}
+		memcpy(s->data, (const unsigned char *)buf + (o - off), n);
+		publish_run(c, &s, 1, first, stop - 1); /* about to be read: not speculative */
+	}
 	seg_vec_free(&v);
 }
 

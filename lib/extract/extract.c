@@ -215,6 +215,10 @@ static int extract_file(struct ex *x, cairn_ino_t ino, const struct cairn_stat *
 		rc = set_attrs(x, ino, st, fd, dirfd, name);
 	if (close(fd) && !rc)
 		rc = -errno;
+	/* A file whose data could not all be read (a bad granule, an IO error) is
+	 * removed: its first part alone would look like a finished file. */
+	if (rc)
+		unlinkat(dirfd, name, 0);
 	return rc;
 }
 

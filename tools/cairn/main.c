@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "stat",    cmd_stat,    "print the attributes of a path in an image" },
 	{ "extract", cmd_extract, "restore an image into a directory" },
 	{ "fsck",    cmd_fsck,    "check every structure and checksum of an image" },
+	{ "digest",  cmd_digest,  "recompute an image's root digest from all its bytes" },
 	{ "mount",   cmd_mount,   "serve an image (or RAM only) through FUSE" },
 	{ "bench",   cmd_bench,   "measure reads from an image in-process" },
 };

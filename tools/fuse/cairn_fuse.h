@@ -42,6 +42,12 @@ struct cairn_fuse {
 	int no_opendir;
 	uint64_t image_reads;           /* FUSE reads of image files (atomic) */
 	uint64_t image_read_bytes;      /* bytes they asked for (atomic) */
+	/* Digest mismatches already logged, as (inode, 128 KiB unit) keys, so the
+	 * kernel's retries of one bad range log one line (fuse_ops.c). */
+	pthread_mutex_t bad_lock;
+	uint64_t bad_keys[64][2];
+	unsigned bad_n;
+	uint64_t bad_reads;             /* reads answered EIO for a mismatch (atomic) */
 };
 
 extern const struct fuse_lowlevel_ops cairn_fuse_ops;

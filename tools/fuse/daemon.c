@@ -53,6 +53,17 @@ static void rss_kb(uint64_t *rss, uint64_t *hwm)
 	fclose(f);
 }
 
+static void write_verify_stats(FILE *f, struct cairn_fuse *cf)
+{
+	struct cairn_verify_stats vs;
+
+	if (cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(cf->img)), &vs))
+		return;
+	fprintf(f, "verify_granules %" PRIu64 "\nverify_bytes %" PRIu64
+		"\nverify_mismatches %" PRIu64 "\nverify_eio_reads %" PRIu64 "\n", vs.granules,
+		vs.bytes, vs.mismatches, __atomic_load_n(&cf->bad_reads, __ATOMIC_RELAXED));
+}
+
 /* "key value" lines, replaced atomically so readers never see half a file. */
 static void write_stats(struct cairn_fuse *cf)
 {
@@ -92,6 +103,7 @@ static void write_stats(struct cairn_fuse *cf)
 		fprintf(f, "cache_evictions %" PRIu64 "\ncache_resident_bytes %" PRIu64
 			"\ncache_errors %" PRIu64 "\n",
 			cs.evictions, cs.resident_bytes, cs.errors);
+		write_verify_stats(f, cf);
 	}
 	if (cf->img)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
@@ -353,7 +365,7 @@ static int verify_meta(struct cairn_image *img, const struct cairn_mount_opts *o
 	long problems;
 
 	cairn_image_get_info(img, &info);
-	if (o->verify == CAIRN_VERIFY_NONE ||
+	if (o->verify == CAIRN_VERIFY_NONE || o->verify == CAIRN_VERIFY_LAZY ||
 	    (o->verify == CAIRN_VERIFY_AUTO && info.meta_len > CAIRN_VERIFY_MAX))
 		return 0;
 	problems = cairn_image_fsck(img, 0, report_problem, &p);
@@ -535,6 +547,7 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	memset(&cf, 0, sizeof(cf));
 	cf.o = o;
 	pthread_mutex_init(&cf.init_lock, NULL);
+	pthread_mutex_init(&cf.bad_lock, NULL);
 	pthread_cond_init(&cf.init_cond, NULL);
 	if (check_mountpoint(o->mountpoint, abs))
 		return 1;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,7 +34,7 @@ static struct cairn_fuse *ctx_of(fuse_req_t req)
  * image is an IO error to applications. */
 static int to_errno(long rc)
 {
-	if (rc == -CAIRN_ECORRUPT)
+	if (rc == -CAIRN_ECORRUPT || rc == -CAIRN_EDIGEST)
 		return EIO;
 	return rc < 0 ? (int)-rc : EIO;
 }
@@ -431,6 +432,32 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 	return fuse_reply_iov(r->req, iov, iovcnt);
 }
 
+/* A read met bytes that do not match the image's digests: log it once per
+ * inode and 128 KiB of the file (the kernel retries page by page), with the path
+ * when the namespace still knows it. The daemon goes on serving. */
+static void log_mismatch(struct cairn_fuse *cf, fuse_ino_t ino, off_t off, size_t size)
+{
+	uint64_t key[2] = { ino, (uint64_t)off >> 17 };
+	char path[PATH_MAX];
+	int seen = 0;
+
+	__atomic_add_fetch(&cf->bad_reads, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&cf->bad_lock);
+	for (unsigned i = 0; i < cf->bad_n && i < 64 && !seen; i++)
+		seen = cf->bad_keys[i][0] == key[0] && cf->bad_keys[i][1] == key[1];
+	if (!seen) {
+		memcpy(cf->bad_keys[cf->bad_n % 64], key, sizeof(key));
+		cf->bad_n++;
+	}
+	pthread_mutex_unlock(&cf->bad_lock);
+	if (seen)
+		return;
+	if (cairn_ns_path(cf->ns, ino, path, sizeof(path)) <= 0)
+		snprintf(path, sizeof(path), "(inode %llu)", (unsigned long long)ino);
+	fprintf(stderr, "cairn: %s: %s: read of %zu bytes at offset %lld: data does not match "
+		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
+}
+
 static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
@@ -447,6 +474,8 @@ static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 		__atomic_add_fetch(&cf->image_reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&cf->image_read_bytes, size, __ATOMIC_RELAXED);
 	}
+	if (rc == -CAIRN_EDIGEST)
+		log_mismatch(cf, ino, off, size);
 	if (!r.replied)
 		fuse_reply_err(req, to_errno(rc));
 	else if (traced && from_image)

@@ -18,13 +18,15 @@ struct cairn_mount_opts {
 	int has_fault;
 	uint64_t size_limit, inode_limit;
 	unsigned max_threads;           /* 0 = libfuse default */
-	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount */
+	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount; NONE
+					   also turns digest checking off (open.verify.off) */
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
 };
 
 #define CAIRN_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
 #define CAIRN_VERIFY_NONE 1
 #define CAIRN_VERIFY_META 2
+#define CAIRN_VERIFY_LAZY 3 /* digests checked, metadata checked on first use only */
 
 /* Mount and serve until unmounted; returns a process exit code. In daemon mode
  * the caller's process exits when the mount is up (0) or failed (1). */
