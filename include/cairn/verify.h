@@ -14,6 +14,10 @@
 #ifndef CAIRN_VERIFY_H
 #define CAIRN_VERIFY_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <cairn/bdev.h>
@@ -80,5 +84,9 @@ struct cairn_bdev *cairn_bdev_verify_find(struct cairn_bdev *dev);
 typedef void (*cairn_verify_report_cb)(void *ctx, const char *msg);
 long cairn_verify_scan(struct cairn_bdev *dev, uint8_t root[CAIRN_DIGEST_LEN],
 		       cairn_verify_report_cb report, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
