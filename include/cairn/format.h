@@ -36,16 +36,16 @@ extern "C" {
 
 #include <stdint.h>
 #include <string.h>
+#include <cairn/types.h> /* CAIRN_NAME_MAX */
 
 #define CAIRN_MAGIC            0x4e52494143ULL /* "CAIRN\0\0\0" read as le64 */
 #define CAIRN_MAGIC_BYTES      "CAIRN\0\0\0"
-#define CAIRN_VERSION_MAJOR    1
-#define CAIRN_VERSION_MINOR    0
+#define CAIRN_FORMAT_VERSION_MAJOR 1 /* of the format; the library's is in version.h */
+#define CAIRN_FORMAT_VERSION_MINOR 0
 #define CAIRN_BLOCK_SIZE       4096u
 #define CAIRN_BLOCK_SHIFT      12
 #define CAIRN_SUPER_OFF        0
 #define CAIRN_ROOT_INO         1u
-#define CAIRN_NAME_MAX         255u
 #define CAIRN_SYMLINK_MAX      4095u
 #define CAIRN_XATTR_NAME_MAX   255u
 #define CAIRN_XATTR_VALUE_MAX  65536u
@@ -66,7 +66,7 @@ extern "C" {
 /* The superblock: 256 bytes at offset 0; the rest of block 0 is zero. */
 struct cairn_disk_super {
 	uint8_t  magic[8];          /* CAIRN_MAGIC_BYTES */
-	uint16_t version_major;     /* CAIRN_VERSION_MAJOR; a different major is refused */
+	uint16_t version_major;     /* CAIRN_FORMAT_VERSION_MAJOR; a different major is refused */
 	uint16_t version_minor;     /* informational */
 	uint32_t block_size;        /* CAIRN_BLOCK_SIZE (only 4096 in v1) */
 	uint32_t compat;            /* CAIRN_COMPAT_* */

@@ -400,7 +400,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
 		return BAD("not a cairn image (bad magic)");
-	if (cairn_le16(s->version_major) != CAIRN_VERSION_MAJOR)
+	if (cairn_le16(s->version_major) != CAIRN_FORMAT_VERSION_MAJOR)
 		return why_fail(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));
 	if (cairn_format_super_csum(s) != cairn_le64(s->super_hash))

@@ -773,8 +773,8 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	if (l->table_len)
 		compat |= CAIRN_COMPAT_VERITY;
 	memcpy(s->magic, CAIRN_MAGIC_BYTES, 8);
-	s->version_major = cairn_le16(CAIRN_VERSION_MAJOR);
-	s->version_minor = cairn_le16(CAIRN_VERSION_MINOR);
+	s->version_major = cairn_le16(CAIRN_FORMAT_VERSION_MAJOR);
+	s->version_minor = cairn_le16(CAIRN_FORMAT_VERSION_MINOR);
 	s->block_size = cairn_le32(CAIRN_BLOCK_SIZE);
 	s->compat = cairn_le32(compat);
 	s->incompat = cairn_le32(incompat);
