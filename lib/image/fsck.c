@@ -87,12 +87,16 @@ static int check_block0(struct fsck *f)
 
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < sizeof(b); i++)
+	for (size_t i = 0; i < sizeof(b); i++) {
+		if ((f->img->incompat & CAIRN_INCOMPAT_CHUNKED) &&
+		    i + CAIRN_SUPER_SIZE - CAIRN_CHUNKED_SUPER_OFF < CAIRN_CHUNKED_SUPER_SIZE)
+			continue; /* the compression record, checked at open */
 		if (b[i]) {
 			problem(f, "superblock block: byte %zu after the superblock is not zero",
 				i + CAIRN_SUPER_SIZE);
 			break;
 		}
+	}
 	return 0;
 }
 
@@ -237,6 +241,71 @@ static int check_content(struct fsck *f, cairn_ino_t ino, const struct cairn_rin
 		problem(f, "inode %llu: content hash mismatch", (unsigned long long)ino);
 out:
 	XXH3_freeState(st);
+	return rc;
+}
+
+static int by_disk(const void *a, const void *b)
+{
+	const struct cairn_rchunk *x = a, *y = b;
+
+	return x->disk_off < y->disk_off ? -1 : x->disk_off > y->disk_off;
+}
+
+/* Every chunk of a compressed image: its record, that it decompresses to its
+ * length, and that no two chunks' stored bytes overlap. The records are held
+ * for the overlap check: 24 bytes per chunk, bounded by the metadata size. */
+static int check_chunks(struct fsck *f)
+{
+	struct cairn_image *img = f->img;
+	struct cairn_rchunk *v;
+	unsigned char *buf;
+	uint64_t n = 0, stored = 0, logical = 0;
+	int rc = 0;
+
+	if (!(img->incompat & CAIRN_INCOMPAT_CHUNKED))
+		return 0;
+	v = malloc((size_t)(img->chunk_count ? img->chunk_count : 1) * sizeof(*v));
+	buf = malloc((size_t)img->chunk_size); /* <= 1 MiB: checked at open */
+	if (!v || !buf) {
+		free(v);
+		free(buf);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < img->chunk_count; i++) {
+		struct cairn_rchunk c;
+
+		rc = cairn_image_chunk_load(img, i, &c);
+		if (!rc && (f->flags & CAIRN_FSCK_DATA))
+			rc = cairn_image_chunk_decode(img, i, &c, buf);
+		if (rc == -CAIRN_ECORRUPT) {
+			snprintf(f->buf, sizeof(f->buf), "chunk %llu", (unsigned long long)i);
+			problem_rc(f, rc, f->buf);
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		stored += c.stored_len;
+		logical += c.ulen;
+		if (c.stored_len)
+			v[n++] = c;
+	}
+	if (!rc && (stored != cairn_le64(img->zraw.stored_bytes) ||
+		    logical != cairn_le64(img->zraw.logical_bytes)))
+		problem(f, "compression record: %llu stored / %llu logical bytes, chunks hold "
+			"%llu / %llu", (unsigned long long)cairn_le64(img->zraw.stored_bytes),
+			(unsigned long long)cairn_le64(img->zraw.logical_bytes),
+			(unsigned long long)stored, (unsigned long long)logical);
+	qsort(v, (size_t)n, sizeof(*v), by_disk);
+	for (uint64_t i = 1; !rc && i < n; i++)
+		if (v[i].disk_off < v[i - 1].disk_off + v[i - 1].stored_len) {
+			problem(f, "chunks at %llu and %llu overlap",
+				(unsigned long long)v[i - 1].disk_off,
+				(unsigned long long)v[i].disk_off);
+			break;
+		}
+	free(v);
+	free(buf);
 	return rc;
 }
 
@@ -419,6 +488,8 @@ long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb r
 	rc = check_block0(&f);
 	if (!rc)
 		rc = check_checksums(&f);
+	if (!rc)
+		rc = check_chunks(&f);
 	if (!rc)
 		rc = check_inodes(&f);
 	if (!rc)

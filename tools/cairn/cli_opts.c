@@ -163,6 +163,10 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 		if (size_arg(opt, val, &v))
 			return -1;
 		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
+	} else if (!strcmp(opt, "--chunk-cache")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		o->open.chunk_cache = v ? (size_t)v : 1; /* 0: keep nothing unused */
 	} else if (!strcmp(opt, "--segment")) {
 		if (size_arg(opt, val, &v))
 			return -1;
