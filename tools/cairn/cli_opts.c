@@ -11,6 +11,8 @@
 const char cli_image_opts_help[] =
 	"image access options:\n"
 	"  --cache-size SIZE  segment cache budget (default 64M; 0 disables caching)\n"
+	"  --chunk-cache SIZE compressed images: decompressed-chunk cache budget\n"
+	"                     (default 32M)\n"
 	"  --segment SIZE     cache segment size (default 128K)\n"
 	"  --max-io SIZE      largest device request (default 1M)\n"
 	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
@@ -232,6 +234,7 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 	struct cairn_bdev_counters dc;
 	struct cairn_cache_stats cs;
 	struct cairn_qcow2_stats qs;
+	struct cairn_chunk_cache_stats zs;
 	uint64_t lookups;
 
 	if (!o->print_stats || !img)
@@ -247,6 +250,11 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 		cs.hits, cs.misses, lookups ? 100.0 * (double)cs.hits / (double)lookups : 0.0,
 		cs.requests, cs.readahead_bytes, cs.readahead_used, cs.readahead_wasted,
 		cs.resident_bytes);
+	if (cairn_image_chunk_cache_stats(img, &zs) == 0)
+		fprintf(stderr, "chunks: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+			" waits, %" PRIu64 " evictions, %" PRIu64 " bytes decompressed, %" PRIu64
+			" resident bytes\n", zs.hits, zs.misses, zs.waits, zs.evictions,
+			zs.decompressed_bytes, zs.resident_bytes);
 	if (cairn_bdev_qcow2_stats(cairn_cache_bdev(cairn_image_cache(img)), &qs) == 0)
 		fprintf(stderr, "qcow2: L2 %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 			" evictions, %" PRIu64 " table reads; %" PRIu64 " data requests, %" PRIu64
