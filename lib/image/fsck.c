@@ -211,8 +211,9 @@ static int check_content(struct fsck *f, cairn_ino_t ino, const struct cairn_rin
 	 * the image holds (2^62 bytes of holes from a 20 KiB image kept fsck busy
 	 * for ever: fuzz/regressions/image/fsck-hash-huge-sparse): past what
 	 * the image can justify, the holes carry no data and only the extents
-	 * are checked (check_extents). */
-	if ((r->flags & CAIRN_IF_EXTENTS) && r->size > FSCK_SPARSE_HASH_MIN &&
+	 * are checked (check_extents); the same for zero chunks, 16 bytes of
+	 * metadata each for up to 1 MiB (check_chunks). */
+	if ((r->flags & (CAIRN_IF_EXTENTS | CAIRN_IF_CHUNKED)) && r->size > FSCK_SPARSE_HASH_MIN &&
 	    r->size / FSCK_SPARSE_HASH_RATIO > f->img->image_size)
 		return 0;
 	st = XXH3_createState();
