@@ -190,6 +190,8 @@ struct mk_zplan;
 int mk_zplan_new(struct cairn_mkfs *m, const struct mk_vec *hot, const struct mk_vec *cold,
 		 struct mk_zplan **out);
 void mk_zplan_free(struct mk_zplan *z);
+/* Files the plan leaves out (sparse: extents, uncompressed, written by write.c). */
+int mk_zplan_skips(const struct mk_inode *in);
 uint64_t mk_zplan_chunks(const struct mk_zplan *z);
 /* Writes the chunks; *end is the end of the data, *hot_len the hot prefix. */
 int mk_zplan_write(struct mk_zplan *z, int fd, const char *name, uint64_t data_off,

@@ -526,9 +526,16 @@ static int write_data(struct layout *l)
 	struct mk_vec *list = &l->cold;
 	int rc = 0;
 
-	if (l->z) {
+	if (l->z) { /* the chunks, then the sparse files the plan left out */
 		rc = mk_zplan_write(l->z, l->fd, l->name, l->data_off, &l->cursor, &l->hot_len);
 		l->cursor = MK_ALIGN(l->cursor);
+		for (uint64_t i = 0; i < l->hot.n + list->n && !rc; i++) {
+			uint32_t idx = i < l->hot.n ? MK_AT(&l->hot, struct mk_hot, i)->idx
+						    : *MK_AT(list, uint32_t, i - l->hot.n);
+
+			if (mk_zplan_skips(mk_ino(m, idx)))
+				rc = copy_file(l, idx);
+		}
 		return rc;
 	}
 	l->total = 0;
@@ -744,7 +751,7 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	uint32_t compat = CAIRN_COMPAT_FILE_HASH, incompat = 0;
 	if (l->hot_len)
 		compat |= CAIRN_COMPAT_HOT_PREFIX;
-	if (l->extent_count || (m->stats.sparse_files && !l->z))
+	if (l->extent_count || m->stats.sparse_files)
 		incompat |= CAIRN_INCOMPAT_EXTENTS;
 	if (l->z) {
 		incompat |= CAIRN_INCOMPAT_CHUNKED;

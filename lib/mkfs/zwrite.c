@@ -16,7 +16,8 @@
  * to back in job order. A chunk is a pure function of its bytes and the codec,
  * and offsets are assigned in job order, so the output does not depend on the
  * thread count. A chunk that does not shrink by 1/32 is stored raw; a chunk of
- * zeros is stored as nothing (holes of sparse files cost no read at all).
+ * zeros is stored as nothing. Sparse files are not planned: they keep their
+ * extents, uncompressed, after the chunks (write.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,7 +87,14 @@ static struct cairn_disk_chunk *chunk_rec(struct mk_zplan *z, uint64_t i)
 
 static int fragmentable(const struct mk_inode *in)
 {
-	return !(in->flags & CAIRN_IF_EXTENTS); /* split and sparse files keep whole chunks */
+	return !(in->flags & CAIRN_IF_EXTENTS); /* split files keep whole chunks */
+}
+
+/* Sparse files keep their extents, uncompressed (write.c): a chunk map would
+ * spend 16 bytes per chunk of holes (320 KiB per GiB at 64 KiB chunks). */
+int mk_zplan_skips(const struct mk_inode *in)
+{
+	return (in->flags & CAIRN_IF_EXTENTS) && !in->split;
 }
 
 /* Bytes of a file in its own chunks: all of it, or all but the fragment tail. */
@@ -126,14 +134,13 @@ static int open_src(struct cairn_mkfs *m, const struct mk_inode *in)
 	return fd;
 }
 
-/* XXH3-64 of the logical bytes; a sparse file's holes hashed as zeros unread. */
+/* XXH3-64 of the file's bytes. */
 static int hash_file(struct mk_zplan *z, struct mk_inode *in)
 {
 	struct cairn_mkfs *m = z->m;
 	const char *path = mk_str(m, in->str);
 	XXH3_state_t *hs = XXH3_createState();
 	int fd, rc = 0;
-	uint64_t pos = 0;
 
 	if (!hs)
 		return mk_err(m, -ENOMEM, "out of memory");
@@ -144,35 +151,13 @@ static int hash_file(struct mk_zplan *z, struct mk_inode *in)
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	XXH3_64bits_reset(hs);
-	memset(z->buf2, 0, ZBUF);
-	for (uint32_t e = 0; !rc && pos < in->size; e++) {
-		int sparse = (in->flags & CAIRN_IF_EXTENTS) && !in->split;
-		uint64_t data_lo = in->size, data_hi = in->size;
+	for (uint64_t pos = 0; !rc && pos < in->size;) {
+		size_t k = in->size - pos < ZBUF ? (size_t)(in->size - pos) : ZBUF;
 
-		if (!sparse) {
-			data_lo = 0;
-		} else if (e < in->ext_n) {
-			struct mk_ext *x = MK_AT(&m->exts, struct mk_ext, in->ext_first + e);
-
-			data_lo = x->file_off;
-			data_hi = x->file_off + x->len;
-		}
-		for (; pos < data_lo; ) { /* a hole */
-			size_t k = data_lo - pos < ZBUF ? (size_t)(data_lo - pos) : ZBUF;
-
-			XXH3_64bits_update(hs, z->buf2, k);
-			pos += k;
-		}
-		for (; !rc && pos < data_hi; ) {
-			size_t k = data_hi - pos < ZBUF ? (size_t)(data_hi - pos) : ZBUF;
-
-			rc = read_at(m, fd, path, z->buf, k, pos);
-			if (!rc)
-				XXH3_64bits_update(hs, z->buf, k);
-			pos += k;
-		}
-		if (!sparse)
-			break;
+		rc = read_at(m, fd, path, z->buf, k, pos);
+		if (!rc)
+			XXH3_64bits_update(hs, z->buf, k);
+		pos += k;
 	}
 	in->hash = XXH3_64bits_digest(hs);
 	XXH3_freeState(hs);
@@ -279,20 +264,6 @@ static int add_tail(struct mk_zplan *z, uint32_t idx)
 	return 0;
 }
 
-/* A chunk of a sparse file without data is a zero chunk, never read. */
-static int chunk_is_hole(struct mk_zplan *z, const struct mk_inode *in, uint64_t lo, uint64_t hi)
-{
-	if (!(in->flags & CAIRN_IF_EXTENTS) || in->split)
-		return 0;
-	for (uint32_t e = 0; e < in->ext_n; e++) {
-		struct mk_ext *x = MK_AT(&z->m->exts, struct mk_ext, in->ext_first + e);
-
-		if (x->file_off < hi && lo < x->file_off + x->len)
-			return 0;
-	}
-	return 1;
-}
-
 /* First sight of a file: hash it, share an identical one's chunks, or take
  * chunk indexes for its own chunks. Returns 1 when it is shared. */
 static int plan_file(struct mk_zplan *z, uint32_t idx)
@@ -334,19 +305,12 @@ static int plan_file(struct mk_zplan *z, uint32_t idx)
 	in->data_ref = z->table.n;
 	in->data_count = n;
 	for (uint64_t j = 0; j < n; j++) {
-		uint64_t c = 0, lo = j << z->log2;
+		uint64_t c, lo = j << z->log2;
 		uint64_t hi = lo + z->cs < own_len(z, in) ? lo + z->cs : own_len(z, in);
 
 		if ((rc = add_chunk(z, &c)))
 			return rc;
-		if (chunk_is_hole(z, mk_ino(m, idx), lo, hi)) {
-			*chunk_rec(z, c) = (struct cairn_disk_chunk){
-				0, 0, cairn_le32((uint32_t)(hi - lo) | CAIRN_CODEC_ZERO << 24) };
-			*MK_AT(&z->placed, uint8_t, c) = 1;
-			z->logical += hi - lo;
-		} else {
-			z->total += hi - lo;
-		}
+		z->total += hi - lo;
 	}
 	in = mk_ino(m, idx);
 	if (in->size > own_len(z, in))
@@ -394,7 +358,8 @@ static int plan(struct mk_zplan *z, const struct mk_vec *hot, const struct mk_ve
 		struct mk_ext *e;
 
 		if (h->ext == MK_HOT_WHOLE) {
-			rc = place_file(z, h->idx);
+			if (!mk_zplan_skips(mk_ino(m, h->idx)))
+				rc = place_file(z, h->idx);
 			continue;
 		}
 		rc = plan_file(z, h->idx);
@@ -407,7 +372,8 @@ static int plan(struct mk_zplan *z, const struct mk_vec *hot, const struct mk_ve
 	close_frag(z);
 	z->hot_jobs = z->jobs.n;
 	for (uint64_t i = 0; !rc && i < cold->n; i++)
-		rc = place_file(z, *MK_AT(cold, uint32_t, i));
+		if (!mk_zplan_skips(mk_ino(m, *MK_AT(cold, uint32_t, i))))
+			rc = place_file(z, *MK_AT(cold, uint32_t, i));
 	/* Split files: the chunks their hot pieces did not place. */
 	for (uint64_t i = 0; !rc && i < hot->n; i++) {
 		struct mk_hot *h = MK_AT(hot, struct mk_hot, i);
@@ -418,7 +384,7 @@ static int plan(struct mk_zplan *z, const struct mk_vec *hot, const struct mk_ve
 	return rc;
 }
 
-/* Every data file becomes CHUNKED; extents are gone from the image. */
+/* Every planned file becomes CHUNKED (split files lose their extents). */
 static void mark_chunked(struct mk_zplan *z, const struct mk_vec *hot, const struct mk_vec *cold)
 {
 	for (uint64_t i = 0; i < hot->n + cold->n; i++) {
@@ -426,9 +392,8 @@ static void mark_chunked(struct mk_zplan *z, const struct mk_vec *hot, const str
 					  : *MK_AT(cold, uint32_t, i - hot->n);
 		struct mk_inode *in = mk_ino(z->m, idx);
 
-		if (!(in->flags & CAIRN_IF_CHUNKED) && (in->flags & CAIRN_IF_EXTENTS) && !in->split)
-			z->m->stats.sparse_files++;
-		in->flags = (in->flags & ~CAIRN_IF_EXTENTS) | CAIRN_IF_CHUNKED;
+		if (!mk_zplan_skips(in))
+			in->flags = (in->flags & ~CAIRN_IF_EXTENTS) | CAIRN_IF_CHUNKED;
 	}
 }
 
