@@ -87,7 +87,7 @@ static struct cairn_disk_chunk *chunk_rec(struct mk_zplan *z, uint64_t i)
 
 static int fragmentable(const struct mk_inode *in)
 {
-	return !(in->flags & CAIRN_IF_EXTENTS); /* split files keep whole chunks */
+	return !in->split; /* split files keep whole chunks (their last one short) */
 }
 
 /* Sparse files keep their extents, uncompressed (write.c): a chunk map would
