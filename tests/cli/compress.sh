@@ -64,6 +64,14 @@ for f in medium.bin text.txt random.bin dup1.bin; do
 done
 echo "ok: -z with --order ranges"
 
+# A compressed image inside a qcow2 file reads the same.
+if command -v qemu-img >/dev/null; then
+  qemu-img convert -f raw -O qcow2 -c "$work/zstd-128K.img" "$work/z.qcow2" || fail "qemu-img convert"
+  "$CAIRN" fsck --data "$work/z.qcow2" >/dev/null || fail "fsck --data of the qcow2 image"
+  "$CAIRN" cat "$work/z.qcow2" /text.txt | cmp - "$work/src/text.txt" || fail "cat from qcow2"
+  echo "ok: compressed image inside qcow2"
+fi
+
 # --no-compress: the matching file's chunks are all stored raw.
 "$CAIRN" mkfs -q -z zstd --no-compress '/big*' "$work/src" "$work/nc.img" || fail "mkfs --no-compress"
 [ "$(stat -c %s "$work/nc.img")" -gt "$(stat -c %s "$work/j1.img")" ] || fail "--no-compress changed nothing"
