@@ -124,11 +124,45 @@ int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, 
 	return rc;
 }
 
-static int decompress(const struct cairn_rchunk *c, const void *src, void *dst)
+static ZSTD_DCtx *dctx_get(struct cairn_image *img)
+{
+	ZSTD_DCtx *d = NULL;
+
+	pthread_mutex_lock(&img->dctx_lock);
+	if (img->ndctx)
+		d = img->dctx[--img->ndctx];
+	pthread_mutex_unlock(&img->dctx_lock);
+	return d ? d : ZSTD_createDCtx();
+}
+
+static void dctx_put(struct cairn_image *img, ZSTD_DCtx *d)
+{
+	pthread_mutex_lock(&img->dctx_lock);
+	if (img->ndctx < CAIRN_DCTX_POOL) {
+		img->dctx[img->ndctx++] = d;
+		d = NULL;
+	}
+	pthread_mutex_unlock(&img->dctx_lock);
+	ZSTD_freeDCtx(d);
+}
+
+void cairn_image_chunk_fini(struct cairn_image *img)
+{
+	while (img->ndctx)
+		ZSTD_freeDCtx(img->dctx[--img->ndctx]);
+}
+
+static int decompress(struct cairn_image *img, const struct cairn_rchunk *c, const void *src,
+		      void *dst)
 {
 	if (c->codec == CAIRN_CODEC_ZSTD) {
-		size_t n = ZSTD_decompress(dst, c->ulen, src, c->stored_len);
+		ZSTD_DCtx *d = dctx_get(img);
+		size_t n;
 
+		if (!d)
+			return -ENOMEM;
+		n = ZSTD_decompressDCtx(d, dst, c->ulen, src, c->stored_len);
+		dctx_put(img, d);
 		return !ZSTD_isError(n) && n == c->ulen ? 0 : -CAIRN_ECORRUPT;
 	}
 	if (c->codec == CAIRN_CODEC_LZ4) {
@@ -148,7 +182,9 @@ static int decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchu
 	if (!src)
 		return -ENOMEM;
 	rc = cairn_image_dev_read(img, src, c->stored_len, c->disk_off, hint);
-	if (!rc && decompress(c, src, buf))
+	if (!rc)
+		rc = decompress(img, c, src, buf);
+	if (rc == -CAIRN_ECORRUPT)
 		rc = cairn_image_corrupt(img, "chunk %llu: does not decompress to %u bytes",
 					 (unsigned long long)idx, c->ulen);
 	free(src);

@@ -12,6 +12,8 @@
 #include <cairn/format.h>
 #include <cairn/image.h>
 
+#define CAIRN_DCTX_POOL 8
+
 /* The superblock fields in host byte order, already checked for bounds. */
 struct cairn_image {
 	struct cairn_cache *cache;       /* owned */
@@ -30,6 +32,11 @@ struct cairn_image {
 	uint32_t chunk_log2;
 	uint64_t chunk_size, chunk_off, chunk_count;
 	struct cairn_zcache *zc;         /* owned; NULL without compression */
+	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
+	 * a large allocation and its page faults); owned, under dctx_lock. */
+	pthread_mutex_t dctx_lock;
+	void *dctx[CAIRN_DCTX_POOL];
+	unsigned ndctx;
 	_Atomic uint64_t *verified;      /* one bit per metadata block, set once checked */
 	/* The first corruption met since open, for error messages. Written once under
 	 * the lock, then published by setting `has_why`. */
@@ -88,6 +95,8 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
  * in the file, the tail's fragment included. */
 int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
 			 uint64_t *idx, uint64_t *start, struct cairn_rchunk *c);
+/* Frees the kept decompression contexts (close). */
+void cairn_image_chunk_fini(struct cairn_image *img);
 /* Decompresses chunk idx of ulen bytes into buf (fsck; no cache). */
 int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 			     void *buf);

@@ -510,6 +510,7 @@ int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 		return -ENOMEM;
 	img->cache = cache;
 	pthread_mutex_init(&img->why_lock, NULL);
+	pthread_mutex_init(&img->dctx_lock, NULL);
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
@@ -536,6 +537,7 @@ int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 	return 0;
 fail:
 	cairn_zcache_free(img->zc);
+	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free(img);
 	return rc;
@@ -551,7 +553,9 @@ void cairn_image_close(struct cairn_image *img)
 	if (!img)
 		return;
 	cairn_zcache_free(img->zc);
+	cairn_image_chunk_fini(img);
 	cairn_cache_free(img->cache);
+	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free((void *)img->verified);
 	free(img);
