@@ -55,6 +55,7 @@ struct cairn_image_info {
 struct cairn_chunk_cache_stats {
 	uint64_t hits, misses;       /* chunk lookups */
 	uint64_t waits;              /* lookups that waited for another reader's load */
+	uint64_t readahead;          /* chunks decompressed ahead of a sequential reader */
 	uint64_t evictions;
 	uint64_t decompressed_bytes; /* by all loads */
 	uint64_t resident_bytes, budget_bytes;

@@ -12,6 +12,7 @@
  * size of memory and gives -CAIRN_ECORRUPT.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -146,11 +147,6 @@ static void dctx_put(struct cairn_image *img, ZSTD_DCtx *d)
 	ZSTD_freeDCtx(d);
 }
 
-void cairn_image_chunk_fini(struct cairn_image *img)
-{
-	while (img->ndctx)
-		ZSTD_freeDCtx(img->dctx[--img->ndctx]);
-}
 
 static int decompress(struct cairn_image *img, const struct cairn_rchunk *c, const void *src,
 		      void *dst)
@@ -237,6 +233,152 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
 								      : b.disk_off + b.stored_len;
 }
 
+/* ---- read-ahead ----
+ *
+ * A read that ends at the end of a compressed chunk of a file is most likely
+ * followed by one of the next chunks (sequential reads, the page-cache push of
+ * -o prefetch walking a hot range), so they are queued for one worker thread, which decompresses them into the chunk cache while the reader returns
+ * its data: a cold sequential read keeps both cores busy. A full queue drops
+ * the request; a chunk cached or being loaded already is skipped.
+ */
+#define AHEAD_QUEUE 16
+
+struct zahead_item {
+	uint64_t idx;
+	struct cairn_rchunk c;
+	struct cairn_cache_hint hint;
+};
+
+struct cairn_zahead {
+	struct cairn_image *img;
+	pthread_mutex_t lock;
+	pthread_cond_t work, idle;
+	struct zahead_item q[AHEAD_QUEUE];
+	unsigned head, n;
+	int started, stop, busy;
+	pthread_t tid;
+};
+
+static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len);
+
+static void *ahead_main(void *arg)
+{
+	struct cairn_zahead *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		struct zahead_item it;
+
+		while (!a->n && !a->stop)
+			pthread_cond_wait(&a->work, &a->lock);
+		if (a->stop)
+			break;
+		it = a->q[a->head];
+		a->head = (a->head + 1) % AHEAD_QUEUE;
+		a->n--;
+		a->busy = 1;
+		pthread_mutex_unlock(&a->lock);
+		{
+			struct load_ctx l = { a->img, &it.c, &it.hint };
+
+			/* A failure is the demand reader's to see and report. */
+			(void)cairn_zcache_prefetch(a->img->zc, it.idx, it.c.ulen, load_chunk, &l);
+		}
+		pthread_mutex_lock(&a->lock);
+		a->busy = 0;
+		if (!a->n)
+			pthread_cond_broadcast(&a->idle);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+int cairn_image_chunk_init(struct cairn_image *img)
+{
+	struct cairn_zahead *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->img = img;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->work, NULL);
+	pthread_cond_init(&a->idle, NULL);
+	img->ahead = a;
+	return 0;
+}
+
+void cairn_image_chunk_fini(struct cairn_image *img)
+{
+	struct cairn_zahead *a = img->ahead;
+
+	if (a) {
+		pthread_mutex_lock(&a->lock);
+		a->stop = 1;
+		pthread_cond_signal(&a->work);
+		pthread_mutex_unlock(&a->lock);
+		if (a->started)
+			pthread_join(a->tid, NULL);
+		pthread_cond_destroy(&a->idle);
+		pthread_cond_destroy(&a->work);
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		img->ahead = NULL;
+	}
+	while (img->ndctx)
+		ZSTD_freeDCtx(img->dctx[--img->ndctx]);
+}
+
+void cairn_image_chunk_drain(struct cairn_image *img)
+{
+	struct cairn_zahead *a = img->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	while (a->n || a->busy)
+		pthread_cond_wait(&a->idle, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void ahead_queue(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+			const struct cairn_cache_hint *hint)
+{
+	struct cairn_zahead *a = img->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	if (!a->started && !a->stop)
+		a->started = pthread_create(&a->tid, NULL, ahead_main, a) == 0 ? 1 : -1;
+	if (a->started == 1 && a->n < AHEAD_QUEUE) {
+		a->q[(a->head + a->n) % AHEAD_QUEUE] = (struct zahead_item){ idx, *c, *hint };
+		a->n++;
+		pthread_cond_signal(&a->work);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* After a read of len bytes that ended at the end of own chunk j: queue the
+ * chunks a read as long as this one will need next (at least one, at most
+ * AHEAD_MAX), so the worker stays ahead of a reader of 1 MiB requests. */
+#define AHEAD_MAX (AHEAD_QUEUE / 2)
+static void read_ahead(struct cairn_image *img, const struct cairn_rinode *r, uint64_t start,
+		       size_t len, const struct cairn_cache_hint *hint)
+{
+	uint64_t want = len >> img->chunk_log2, next = start + img->chunk_size;
+
+	want = want < 1 ? 1 : want > AHEAD_MAX ? AHEAD_MAX : want;
+	for (; want-- && next < own_bytes(img, r); next += img->chunk_size) {
+		struct cairn_rchunk c;
+		uint64_t idx, at;
+
+		if (cairn_image_chunk_at(img, r, next, &idx, &at, &c))
+			return;
+		if (c.codec == CAIRN_CODEC_ZSTD || c.codec == CAIRN_CODEC_LZ4)
+			ahead_queue(img, idx, &c, hint);
+	}
+}
+
 /* n bytes at offset coff of chunk idx's content into buf. */
 static int read_piece(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 		      const struct cairn_cache_hint *hint, char *buf, size_t n, uint64_t coff)
@@ -297,6 +439,8 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 		if (rc)
 			return rc;
 		pos += n;
+		if (pos == end && coff + n == c.ulen && start < own_bytes(img, r))
+			read_ahead(img, r, start, len, &ch);
 	}
 	return 0;
 }

@@ -32,6 +32,7 @@ struct cairn_image {
 	uint32_t chunk_log2;
 	uint64_t chunk_size, chunk_off, chunk_count;
 	struct cairn_zcache *zc;         /* owned; NULL without compression */
+	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead worker (chunk.c) */
 	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
 	 * a large allocation and its page faults); owned, under dctx_lock. */
 	pthread_mutex_t dctx_lock;
@@ -47,6 +48,8 @@ struct cairn_image {
 
 /* An inode in host byte order, checked by inode_load() for every bound that can
  * be checked without reading further structures. */
+struct cairn_zahead;
+
 struct cairn_rinode {
 	uint32_t mode, flags, nlink, uid, gid, parent, xattr_count, frag_off;
 	uint64_t size, xattr_ref, data_ref, data_count, content_hash, alloc_blocks, frag_ref;
@@ -95,8 +98,13 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
  * in the file, the tail's fragment included. */
 int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
 			 uint64_t *idx, uint64_t *start, struct cairn_rchunk *c);
-/* Frees the kept decompression contexts (close). */
+/* The read-ahead worker of a compressed image: set up at open (its thread
+ * starts on first use), stopped and freed with the decompression contexts at
+ * close. */
+int cairn_image_chunk_init(struct cairn_image *img);
 void cairn_image_chunk_fini(struct cairn_image *img);
+/* Waits until the read-ahead worker has nothing queued or running (tests). */
+void cairn_image_chunk_drain(struct cairn_image *img);
 /* Decompresses chunk idx of ulen bytes into buf (fsck; no cache). */
 int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 			     void *buf);

@@ -491,7 +491,8 @@ static int chunked_open(struct cairn_image *img, char *why, size_t why_len)
 	img->chunk_count = cairn_le64(z->chunk_count);
 	if (!table_ok(img, img->chunk_off, img->chunk_count, CAIRN_CHUNK_SIZE))
 		return BAD("chunk table outside the metadata region");
-	return cairn_zcache_new(0, &img->zc);
+	rc = cairn_zcache_new(0, &img->zc);
+	return rc ? rc : cairn_image_chunk_init(img);
 }
 
 int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
@@ -536,6 +537,7 @@ int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 	*out = img;
 	return 0;
 fail:
+	cairn_image_chunk_fini(img);
 	cairn_zcache_free(img->zc);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
@@ -552,8 +554,8 @@ void cairn_image_close(struct cairn_image *img)
 {
 	if (!img)
 		return;
+	cairn_image_chunk_fini(img); /* the worker first: it reads through both caches */
 	cairn_zcache_free(img->zc);
-	cairn_image_chunk_fini(img);
 	cairn_cache_free(img->cache);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
@@ -625,6 +627,7 @@ int cairn_image_chunk_cache_stats(struct cairn_image *img, struct cairn_chunk_ca
 	o->misses = s.misses;
 	o->waits = s.waits;
 	o->evictions = s.evictions;
+	o->readahead = s.ahead;
 	o->decompressed_bytes = s.loaded_bytes;
 	o->resident_bytes = s.resident_bytes;
 	o->budget_bytes = s.budget_bytes;

@@ -142,6 +142,24 @@ static struct cairn_zentry *find(struct cairn_zcache *z, uint64_t key)
 	return NULL;
 }
 
+/* A new LOADING entry for key, held once by the caller, in the table. */
+static struct cairn_zentry *insert(struct cairn_zcache *z, uint64_t key, size_t len)
+{
+	struct cairn_zentry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->key = key;
+	e->len = len;
+	e->refs = 1;
+	e->state = ZC_LOADING;
+	e->hashed = 1;
+	e->hnext = z->table[bucket(key)];
+	z->table[bucket(key)] = e;
+	z->resident += len;
+	return e;
+}
+
 /* Loads e (held by us, LOADING, in the table) outside the lock. */
 static int load(struct cairn_zcache *z, struct cairn_zentry *e, cairn_zcache_load_fn fn,
 		void *ctx)
@@ -201,19 +219,11 @@ int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zca
 			lru_push(z, e);
 		}
 	} else {
-		e = calloc(1, sizeof(*e));
+		e = insert(z, key, len);
 		if (!e) {
 			pthread_mutex_unlock(&z->lock);
 			return -ENOMEM;
 		}
-		e->key = key;
-		e->len = len;
-		e->refs = 1;
-		e->state = ZC_LOADING;
-		e->hashed = 1;
-		e->hnext = z->table[bucket(key)];
-		z->table[bucket(key)] = e;
-		z->resident += len;
 		z->st.misses++;
 		rc = load(z, e, fn, ctx);
 	}
@@ -226,6 +236,29 @@ int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zca
 	*out = e;
 	*data = e->data;
 	return 0;
+}
+
+int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
+			  cairn_zcache_load_fn fn, void *ctx)
+{
+	struct cairn_zentry *e;
+	int rc;
+
+	pthread_mutex_lock(&z->lock);
+	if (find(z, key)) {
+		pthread_mutex_unlock(&z->lock);
+		return 0;
+	}
+	e = insert(z, key, len);
+	if (!e) {
+		pthread_mutex_unlock(&z->lock);
+		return -ENOMEM;
+	}
+	z->st.ahead++;
+	rc = load(z, e, fn, ctx);
+	release(z, e);
+	pthread_mutex_unlock(&z->lock);
+	return rc;
 }
 
 void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e)

@@ -29,6 +29,7 @@ typedef int (*cairn_zcache_load_fn)(void *ctx, uint64_t key, void *buf, size_t l
 
 struct cairn_zcache_stats {
 	uint64_t hits, misses, waits, evictions;
+	uint64_t ahead;            /* loads made by cairn_zcache_prefetch() */
 	uint64_t loaded_bytes;     /* decompressed by loads */
 	uint64_t resident_bytes, budget_bytes;
 };
@@ -43,6 +44,10 @@ void cairn_zcache_set_budget(struct cairn_zcache *z, size_t budget);
 int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zcache_load_fn fn,
 		     void *ctx, struct cairn_zentry **out, const void **data);
 void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e);
+/* Read-ahead: loads chunk key through fn unless it is cached or being loaded
+ * already (then returns at once); the entry is left unheld in the cache. */
+int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
+			  cairn_zcache_load_fn fn, void *ctx);
 void cairn_zcache_get_stats(struct cairn_zcache *z, struct cairn_zcache_stats *out);
 
 #endif

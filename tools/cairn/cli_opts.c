@@ -252,9 +252,10 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 		cs.resident_bytes);
 	if (cairn_image_chunk_cache_stats(img, &zs) == 0)
 		fprintf(stderr, "chunks: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
-			" waits, %" PRIu64 " evictions, %" PRIu64 " bytes decompressed, %" PRIu64
-			" resident bytes\n", zs.hits, zs.misses, zs.waits, zs.evictions,
-			zs.decompressed_bytes, zs.resident_bytes);
+			" waits, %" PRIu64 " read ahead, %" PRIu64 " evictions, %" PRIu64
+			" bytes decompressed, %" PRIu64 " resident bytes\n", zs.hits, zs.misses,
+			zs.waits, zs.readahead, zs.evictions, zs.decompressed_bytes,
+			zs.resident_bytes);
 	if (cairn_bdev_qcow2_stats(cairn_cache_bdev(cairn_image_cache(img)), &qs) == 0)
 		fprintf(stderr, "qcow2: L2 %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 			" evictions, %" PRIu64 " table reads; %" PRIu64 " data requests, %" PRIu64

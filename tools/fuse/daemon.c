@@ -94,10 +94,11 @@ static void write_stats(struct cairn_fuse *cf)
 			cs.evictions, cs.resident_bytes, cs.errors);
 		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
 			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64
-				"\nchunk_waits %" PRIu64 "\nchunk_evictions %" PRIu64
+				"\nchunk_waits %" PRIu64 "\nchunk_readahead %" PRIu64
+				"\nchunk_evictions %" PRIu64
 				"\nchunk_decompressed_bytes %" PRIu64
 				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
-				zs.evictions, zs.decompressed_bytes, zs.resident_bytes);
+				zs.readahead, zs.evictions, zs.decompressed_bytes, zs.resident_bytes);
 	}
 	if (cf->img)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
