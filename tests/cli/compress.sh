@@ -27,6 +27,7 @@ for spec in "lz4 16K" "lz4hc,9 64K" "zstd 128K" "zstd,19 1M"; do
   img=$work/$1-$2.img
   out=$("$CAIRN" mkfs -z "$1" --chunk-size "$2" "$work/src" "$img" 2>&1) || fail "mkfs -z $1 --chunk-size $2: $out"
   echo "$out" | grep -q "stored raw" || fail "mkfs -z $1: no chunk summary: $out"
+  echo "$out" | grep -q " 1 deduplicated" || fail "mkfs -z $1: dup1.bin and dup2.bin not shared: $out"
   raw=$(echo "$out" | sed -n 's/.*fragments, \([0-9]*\) stored raw.*/\1/p')
   [ "${raw:-0}" -gt 0 ] || fail "mkfs -z $1: random data was not stored raw ($out)"
   [ "$(stat -c %s "$img")" -lt "$(stat -c %s "$work/plain.img")" ] || fail "-z $1 is not smaller"
