@@ -87,6 +87,7 @@ static void write_stats(struct cairn_fuse *cf)
 	if (cf->img) {
 		struct cairn_bdev_counters dc;
 		struct cairn_cache_stats cs;
+		struct cairn_chunk_cache_stats zs;
 
 		if (cairn_image_device_counters(cf->img, &dc) == 0) {
 			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
@@ -110,6 +111,13 @@ static void write_stats(struct cairn_fuse *cf)
 			"\ncache_errors %" PRIu64 "\ncache_dropped %" PRIu64 "\n",
 			cs.evictions, cs.resident_bytes, cs.errors, cs.dropped);
 		write_verify_stats(f, cf);
+		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
+			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64
+				"\nchunk_waits %" PRIu64 "\nchunk_readahead %" PRIu64
+				"\nchunk_evictions %" PRIu64
+				"\nchunk_decompressed_bytes %" PRIu64
+				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
+				zs.readahead, zs.evictions, zs.decompressed_bytes, zs.resident_bytes);
 	}
 	if (cf->img)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
