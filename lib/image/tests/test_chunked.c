@@ -122,8 +122,10 @@ static void test_incompat_bit(void **state)
 	assert_true(zi & ~CAIRN_INCOMPAT_EXTENTS);
 	assert_int_equal(pi & ~CAIRN_INCOMPAT_EXTENTS, 0);
 	assert_int_equal(cairn_le16(hostile_super(p.buf)->version_minor), 0);
+	/* The compression record's bytes stay zero (the verity record has its own). */
 	for (size_t i = CAIRN_SUPER_SIZE; i < CAIRN_BLOCK_SIZE; i++)
-		assert_int_equal(p.buf[i], 0);
+		if (i < CAIRN_VERITY_SUPER_OFF || i >= CAIRN_VERITY_SUPER_OFF + 128)
+			assert_int_equal(p.buf[i], 0);
 	/* Without the bit, a chunked inode is corrupt, not read as plain data. */
 	hostile_super(z.buf)->incompat = cairn_le32(zi & ~CAIRN_INCOMPAT_CHUNKED);
 	cairn_fixup_checksums(z.buf, z.len);
