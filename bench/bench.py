@@ -28,6 +28,13 @@ MiB = 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
+# Emulated disks: a fixed delay per request, and for the network ones a shared link.
+PROFILES = {
+    "latency": {"delay": "1ms", "bw": 0, "channels": 1},
+    "network": {"delay": "1ms", "bw": 100, "channels": 1},
+    "remote": {"delay": "20ms", "bw": 100, "channels": 8},
+}
+ZCODECS = ("lz4hc", "zstd")
 TRACE_RUNS = 2  # traced runs whose orders are joined for `mkfs --order`
 PYLIB = "/usr/lib/python3.11"
 PYTHON = "/usr/bin/python3.11"
@@ -187,6 +194,10 @@ def _fmt_table(cairn):
     return {
         "cairn": Format("cairn", "cairn mkfs", lambda s, o: cairn.mkfs_argv(s, o), "cairn",
                         peer=False),
+        "cairn-lz4hc": Format("cairn-lz4hc", "cairn mkfs -z lz4hc",
+                              lambda s, o: cairn.mkfs_argv(s, o, z="lz4hc"), "cairn", peer=False),
+        "cairn-zstd": Format("cairn-zstd", "cairn mkfs -z zstd",
+                             lambda s, o: cairn.mkfs_argv(s, o, z="zstd"), "cairn", peer=False),
         "sqfs": Format("sqfs", "mksquashfs uncompressed (-noI -noD -noF -noX)",
                        lambda s, o: ["mksquashfs", s, o, "-noI", "-noD", "-noF", "-noX",
                                      "-no-progress", "-quiet"], "mksquashfs"),
@@ -212,10 +223,12 @@ class Cairn:
         self.quiet = []
         self.why = ""
 
-    def mkfs_argv(self, src, out, order=None):
+    def mkfs_argv(self, src, out, order=None, z=None):
         argv = [self.path, "mkfs"] + self.quiet
         if order:
             argv += ["--order", order]
+        if z:
+            argv += ["-z", z]
         return argv + [src, out]
 
     def probe(self, res):
@@ -459,8 +472,13 @@ class Bench:
         self.work = os.path.abspath(args.work)
         self.build = os.path.abspath(args.build)
         self.out = os.path.abspath(args.out)
-        self.delay = args.delay
-        self.channels = args.channels
+        prof = PROFILES[args.profile]
+        self.profile = args.profile
+        self.delay = args.delay or prof["delay"]
+        self.channels = args.channels or prof["channels"]
+        self.bw = args.bw if args.bw is not None else prof["bw"]
+        # compressed cairn images (lz4hc, zstd; default and ordered + prefetch)
+        self.compressed = args.compressed or not self.quick
         self.runs = args.runs or (3 if self.quick else 5)
         self.only = set(args.only.split(",")) if args.only else set()
         self.rebuild = args.rebuild
@@ -468,7 +486,7 @@ class Bench:
         self.cairn = Cairn(os.path.join(self.build, "cairn"), self.work)
         self.formats = _fmt_table(self.cairn)
         self.results = {"mode": self.mode, "runs": self.runs, "delay": self.delay,
-                        "channels": self.channels, "skipped": [], "failures": [],
+                        "channels": self.channels, "bw": self.bw, "profile": self.profile, "skipped": [], "failures": [],
                         "workloads": {}, "builds": {}, "rw": {}, "files": {}, "slow": []}
         # a system slower than this per cycle gets no further runs in that workload
         self.slow_limit = 8.0 if self.quick else 20.0
@@ -536,7 +554,8 @@ class Bench:
         logpath = os.path.join(self.work, "logs", "delayfs.log")
         with open(logpath, "a") as logf:
             p = subprocess.Popen([exe, self.imgdir, self.dev, "-f", "-o",
-                                  f"delay={self.delay},channels={self.channels}"],
+                                  f"delay={self.delay},channels={self.channels},"
+                                  f"bw={self.bw}"],
                                  stdout=logf, stderr=logf)
         p.logpath = logpath
         self.res.add_proc(p)
@@ -601,6 +620,11 @@ class Bench:
                 # The same traces as a profile of the image as built: no rebuild.
                 s.append(CairnFs("cairn + profile (no rebuild)", "cairn",
                                  [f"prefetch={self.profile}"]))
+            for z in ZCODECS if self.compressed else ():
+                s.append(CairnFs(f"cairn {z}", f"cairn-{z}"))
+                if self.cairn.order_ok:
+                    s.append(CairnFs(f"cairn {z} ordered + prefetch", f"cairn-{z}-ordered",
+                                     ["prefetch"]))
         if self.tools["mkfs.erofs"] and self.kernel_fs["erofs"]:
             s.append(KernelFs("kernel erofs", "erofs", "erofs"))
             if not self.quick:
@@ -619,6 +643,8 @@ class Bench:
         keys = []
         if self.cairn.mkfs_ok:
             keys.append("cairn")
+            if self.compressed:
+                keys += [f"cairn-{z}" for z in ZCODECS]
         if self.tools["mksquashfs"]:
             keys += ["sqfs"] + ([] if self.quick else ["sqfs-zstd"])
         if self.tools["mkfs.erofs"]:
@@ -736,6 +762,13 @@ class Bench:
             rows = self.results["builds"][wl.tree]["rows"]
             rows["cairn-ordered"] = {"label": "cairn mkfs --order (trace)", "peer": False,
                                      "secs": now() - t0, "bytes": os.path.getsize(out)}
+            for z in ZCODECS if self.compressed else ():
+                out = self.img_path(wl.tree, f"cairn-{z}-ordered")
+                t0 = now()
+                run(self.cairn.mkfs_argv(src, out, order=trace, z=z), timeout=900)
+                rows[f"cairn-{z}-ordered"] = {"label": f"cairn mkfs -z {z} --order (trace)",
+                                              "peer": False, "secs": now() - t0,
+                                              "bytes": os.path.getsize(out)}
             with open(trace) as f:
                 self.results.setdefault("traces", {})[wl.tree] = sum(1 for _ in f)
             return True
@@ -1042,8 +1075,15 @@ def main():
     ap.add_argument("--work", required=True, help="scratch dir on tmpfs (run.sh makes it)")
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", required=True, help="BENCHMARKS.md goes here, charts in bench/")
-    ap.add_argument("--delay", default="1ms", help="per-request delay of the emulated disk")
-    ap.add_argument("--channels", type=int, default=1)
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="latency",
+                    help="emulated disk: latency (1 ms), network (1 ms + 100 MB/s), "
+                         "remote (20 ms + 100 MB/s, 8 channels)")
+    ap.add_argument("--delay", default="", help="per-request delay (overrides the profile)")
+    ap.add_argument("--channels", type=int, default=0, help="(overrides the profile)")
+    ap.add_argument("--bw", type=int, default=None,
+                    help="MB/s of the emulated disk's shared link (overrides the profile)")
+    ap.add_argument("--compressed", action="store_true",
+                    help="also compressed cairn images in quick mode (full mode has them)")
     ap.add_argument("--runs", type=int, default=0, help="runs per figure (quick 3, full 5)")
     ap.add_argument("--only", default="",
                     help="comma-separated subset: java,python,walk,rw,files,other")

@@ -123,11 +123,20 @@ def machine_info(r):
     return "\n".join(lines)
 
 
+def link(r):
+    """The shared link of the network profiles, when there is one."""
+    bw = r.get("bw") or 0
+    if not bw:
+        return ""
+    return (f"; then its bytes cross **one link of {bw} MB/s** shared by all requests, one"
+            f" transfer at a time (profile `{r.get('profile')}`)")
+
+
 def method(r):
     return f"""- **Emulated disk.** Every image sits in tmpfs and is read through `delayfs`
   (bench/delayfs), a FUSE layer serving the image files with `direct_io` (no page cache of
   its own), which adds a fixed **{r['delay']}** to every read request (absolute-deadline sleep,
-  {r['channels']} channel(s): further requests queue) and counts requests and bytes. Largest
+  {r['channels']} channel(s): further requests queue){link(r)} and counts requests and bytes. Largest
   request 1 MiB. Kernel squashfs and EROFS read it through a loop device (`losetup -r
   --direct-io=on`), squashfuse_ll and cairn open the delayfs file. Every system pays the same
   price per request (Ingo Molnar's constant-delay method).

@@ -1,5 +1,7 @@
 #!/bin/sh
-# cairn benchmarks: `bench/run.sh quick|full` (make bench-quick / make bench).
+# cairn benchmarks: `bench/run.sh quick|full [PROFILE]` (make bench-quick / make bench).
+# PROFILE is the emulated disk: latency (1 ms per request, the default), network
+# (1 ms + one shared 100 MB/s link) or remote (20 ms + 100 MB/s, 8 channels).
 # full writes docs/BENCHMARKS.md and docs/bench/*.png; quick writes the same into
 # $BUILD/bench-quick/ so checking a change does not touch the committed results.
 # BENCH_ARGS passes options to bench.py, e.g. BENCH_ARGS="--only java,rw --runs 3".
@@ -8,15 +10,22 @@
 set -eu
 
 mode=${1:-quick}
+profile=${2:-latency}
 case "$mode" in
   quick|full) ;;
-  *) echo "usage: bench/run.sh quick|full" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh quick|full [latency|network|remote]" >&2; exit 2 ;;
+esac
+case "$profile" in
+  latency|network|remote) ;;
+  *) echo "bench: profile is latency (1 ms), network (1 ms + 100 MB/s) or remote (20 ms + 100 MB/s, 8 channels)" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 build=${BUILD:-build}
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 if [ "$mode" = full ]; then out="$repo/docs"; else out="$build/bench-quick"; fi
+# The latency profile writes docs/BENCHMARKS.md; the others their own page beside it.
+[ "$profile" = latency ] || out="$out/bench/profile-$profile"
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bench: needs root (loop devices, mounts, drop_caches)" >&2
@@ -42,7 +51,7 @@ mkdir -p "$out"
 # The driver runs in the background so a signal to this script can be passed on to it
 # (it unmounts and detaches what it set up); cleanup.sh then sweeps whatever is left.
 nice -n "${BENCH_NICE:--5}" /usr/bin/python3 -B "$here/bench.py" --mode "$mode" --work "$work" \
-  --build "$build" --out "$out" ${BENCH_ARGS:-} &
+  --build "$build" --out "$out" --profile "$profile" ${BENCH_ARGS:-} &
 py=$!
 trap 'kill -TERM "$py" 2>/dev/null' INT TERM HUP
 set +e

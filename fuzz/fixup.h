@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Recomputes the checksums of a (possibly damaged) cairn image in memory: the
- * checksum table entry of every metadata block, csum_table_hash, and
- * super_hash. Used by the fuzz targets, so that a mutated byte in the metadata
+ * checksum table entry of every metadata block, csum_table_hash,
+ * super_hash and, for a compressed image, the compression record's hash. Used by the fuzz targets, so that a mutated byte in the metadata
  * reaches the structure checks behind the checksums instead of stopping at a
  * checksum mismatch, and by tests/progs/craft.c to seal hand-made hostile images.
  *
@@ -61,6 +61,14 @@ static inline int cairn_fixup_checksums(uint8_t *img, size_t size)
 		memcpy(&v, img + CAIRN_VERITY_SUPER_OFF, sizeof(v));
 		v.record_hash = cairn_le64(cairn_format_verity_csum(&v));
 		memcpy(img + CAIRN_VERITY_SUPER_OFF, &v, sizeof(v));
+	}
+	if ((cairn_le32(s.incompat) & CAIRN_INCOMPAT_CHUNKED) &&
+	    size >= CAIRN_CHUNKED_SUPER_OFF + CAIRN_CHUNKED_SUPER_SIZE) {
+		struct cairn_disk_chunked_super z;
+
+		memcpy(&z, img + CAIRN_CHUNKED_SUPER_OFF, sizeof(z));
+		z.hash = cairn_le64(cairn_format_chunked_csum(&z));
+		memcpy(img + CAIRN_CHUNKED_SUPER_OFF, &z, sizeof(z));
 	}
 	return 1;
 }

@@ -43,9 +43,18 @@ x' "$(printf '\001')" "$(printf '\377\376')"; do echo n > "$tmp/names/$n"; done;
 tree hot; head -c 6000 /dev/urandom > "$tmp/hot/one"; head -c 6000 /dev/urandom > "$tmp/hot/two"
 printf '/two\n/one\n' > "$tmp/order"; mk hot --order "$tmp/order"
 
+# Compressed images: every codec, small chunks, fragments, a hot prefix, raw and
+# zero chunks, shared files.
+tree z; seq 1 9000 > "$tmp/z/text"; head -c 40000 /dev/urandom > "$tmp/z/rand"
+head -c 20000 /dev/zero > "$tmp/z/zeros"; echo small > "$tmp/z/s"; seq 1 700 > "$tmp/z/tail"
+cp "$tmp/z/text" "$tmp/z/text2"; printf '/tail\n/text 16384 4096\n' > "$tmp/zorder"
+mk z --chunk-size 16K -z zstd; mv "$out/z.cairn" "$out/z-zstd.cairn"
+mk z --chunk-size 16K -z lz4; mv "$out/z.cairn" "$out/z-lz4.cairn"
+mk z --chunk-size 16K -z lz4hc --order "$tmp/zorder"; mv "$out/z.cairn" "$out/z-hot.cairn"
+
 # Damaged variants: truncations and flips of the richest seeds.
 cd "$out"
-for s in small links sparse; do
+for s in small links sparse z-zstd; do
   size=$(stat -c %s $s.cairn)
   head -c 4096 $s.cairn > trunc-super-$s.cairn
   head -c $((size - 4096)) $s.cairn > trunc-tail-$s.cairn

@@ -7,7 +7,12 @@
  * "device request". Each request waits until a fixed deadline (arrival + delay, or later
  * when all `channels` are busy), then gets its data. Requests and bytes are counted.
  *
- *   delayfs SRCDIR MOUNTPOINT [-o delay=1ms,channels=1,max_read=1M,stats=FILE] [-f] [-s]
+ *   delayfs SRCDIR MOUNTPOINT [-o delay=1ms,channels=1,bw=0,max_read=1M,stats=FILE] [-f] [-s]
+ *
+ * With bw=N (MB/s, 10^6 bytes), every request's bytes also cross one link shared
+ * by all channels: after its delay a request queues for the link, which carries
+ * one transfer at a time at N MB/s (a network disk: latency per request plus a
+ * shared pipe).
  *
  * Counters: read MOUNTPOINT/.delayfs (one "name value" per line); write "reset" to it to
  * zero them. SIGUSR1 writes the same text to the stats= file (and so does unmount).
@@ -51,10 +56,12 @@ struct delayfs {
 	uint64_t delay_ns;
 	unsigned channels;
 	unsigned max_read;          /* bytes; the kernel splits larger reads */
+	uint64_t bw;                /* bytes per second of the shared link; 0 = no limit */
 	char *stats_path;           /* may be NULL */
 	/* channel model: each channel is busy until free_at[i] (CLOCK_MONOTONIC ns) */
 	pthread_mutex_t chan_lock;
 	uint64_t free_at[MAX_CHANNELS];
+	uint64_t link_free_at;      /* the shared link (bw) is busy until then */
 	/* names seen by lookup; grows, never shrinks (inode numbers stay valid) */
 	pthread_mutex_t names_lock;
 	struct img_entry *names;
@@ -67,7 +74,7 @@ struct delayfs {
 /* Reserve a channel for one request arriving now; returns its completion deadline.
  * A request starts when the earliest channel frees up, so with one channel the device
  * serves requests one after another, like a single-queue disk. */
-static uint64_t reserve_deadline(struct delayfs *fs, uint64_t now)
+static uint64_t reserve_deadline(struct delayfs *fs, uint64_t now, uint64_t len)
 {
 	uint64_t start, done;
 	unsigned best = 0;
@@ -78,6 +85,12 @@ static uint64_t reserve_deadline(struct delayfs *fs, uint64_t now)
 			best = i;
 	start = fs->free_at[best] > now ? fs->free_at[best] : now;
 	done = start + fs->delay_ns;
+	if (fs->bw) { /* then the bytes cross the shared link, one transfer at a time */
+		uint64_t xfer = fs->link_free_at > done ? fs->link_free_at : done;
+
+		done = xfer + len * 1000000000u / fs->bw;
+		fs->link_free_at = done;
+	}
 	fs->free_at[best] = done;
 	pthread_mutex_unlock(&fs->chan_lock);
 	return done;
@@ -137,10 +150,10 @@ static size_t counters_format(struct delayfs *fs, char *buf, size_t cap)
 	n += (size_t)snprintf(buf + n, cap - n,
 			      "requests %" PRIuFAST64 "\nbytes %" PRIuFAST64 "\nerrors %" PRIuFAST64
 			      "\nmax_request %" PRIuFAST64 "\nmax_inflight %" PRIuFAST64
-			      "\ndelay_ns %" PRIu64 "\nchannels %u\n",
+			      "\ndelay_ns %" PRIu64 "\nchannels %u\nbw %" PRIu64 "\n",
 			      atomic_load(&fs->requests), atomic_load(&fs->bytes),
 			      atomic_load(&fs->errors), atomic_load(&fs->max_request),
-			      atomic_load(&fs->max_inflight), fs->delay_ns, fs->channels);
+			      atomic_load(&fs->max_inflight), fs->delay_ns, fs->channels, fs->bw);
 	for (unsigned i = 0; i < HIST_BUCKETS && n < cap; i++) {
 		if (i + 1 < HIST_BUCKETS)
 			n += (size_t)snprintf(buf + n, cap - n, "hist_le_%lluk %" PRIuFAST64 "\n",
@@ -402,8 +415,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* A read at or past the end never reaches a real disk: no delay, not counted. */
 	if (n > 0) {
 		count_request(fs, (uint64_t)n);
-		if (fs->delay_ns)
-			sleep_until(reserve_deadline(fs, arrival));
+		if (fs->delay_ns || fs->bw)
+			sleep_until(reserve_deadline(fs, arrival, (uint64_t)n));
 	}
 	atomic_fetch_sub(&fs->inflight, 1);
 	fuse_reply_buf(req, buf, (size_t)n);
@@ -542,6 +555,7 @@ struct cmdline {
 	char *stats;
 	unsigned channels;
 	unsigned max_read;
+	unsigned bw_mbs;
 };
 
 static const struct fuse_opt delayfs_opts[] = {
@@ -549,6 +563,7 @@ static const struct fuse_opt delayfs_opts[] = {
 	{ "stats=%s", offsetof(struct cmdline, stats), 0 },
 	{ "channels=%u", offsetof(struct cmdline, channels), 0 },
 	{ "max_read=%u", offsetof(struct cmdline, max_read), 0 },
+	{ "bw=%u", offsetof(struct cmdline, bw_mbs), 0 },
 	FUSE_OPT_END
 };
 
@@ -570,6 +585,8 @@ static void usage(const char *prog)
 	       "Serve SRCDIR's files read-only (direct_io) with a fixed delay per read request.\n"
 	       "  -o delay=TIME     per-request latency: 1ms, 250us, 0 (default 1ms)\n"
 	       "  -o channels=N     requests served in parallel, others queue (default 1)\n"
+	       "  -o bw=N           after its delay each request's bytes cross one shared\n"
+	       "                    link of N MB/s, one transfer at a time (default 0: none)\n"
 	       "  -o stats=FILE     write the counters here on SIGUSR1 and at unmount\n"
 	       "  -o max_read=N     largest request in bytes (default 1048576)\n"
 	       "  -f, -s, -d        foreground, single-threaded, debug\n"
@@ -601,6 +618,7 @@ static int delayfs_init(struct delayfs *fs, const struct cmdline *c)
 		return -1;
 	}
 	fs->channels = c->channels ? c->channels : 1;
+	fs->bw = (uint64_t)c->bw_mbs * 1000000u;
 	fs->max_read = c->max_read ? c->max_read : 1u << 20;
 	if (fs->channels > MAX_CHANNELS) {
 		fprintf(stderr, "delayfs: channels=%u: at most %d\n", fs->channels, MAX_CHANNELS);

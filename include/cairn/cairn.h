@@ -2,6 +2,7 @@
 /* Umbrella header for libcairn. */
 #ifndef CAIRN_CAIRN_H
 #define CAIRN_CAIRN_H
+#include <cairn/version.h>
 #include <cairn/error.h>
 #include <cairn/types.h>
 #include <cairn/format.h>

@@ -15,7 +15,8 @@
  *                      inode table   inode N at inode_off + N * CAIRN_INODE_SIZE
  *                      dirent table  directory entries, sorted per directory
  *                      xattr table   xattr entries, sorted per inode
- *                      extent table  data maps of sparse (and, later, chunked) files
+ *                      extent table  data maps of sparse files
+ *                      chunk table   compressed chunks (CAIRN_INCOMPAT_CHUNKED)
  *                      blob region   names, symlink targets, xattr names/values,
  *                                    inline file data
  *   csum_off         checksum table: one le64 XXH3-64 per 4 KiB metadata block
@@ -36,16 +37,17 @@ extern "C" {
 
 #include <stdint.h>
 #include <string.h>
+#include <cairn/types.h> /* CAIRN_NAME_MAX */
 
 #define CAIRN_MAGIC            0x4e52494143ULL /* "CAIRN\0\0\0" read as le64 */
 #define CAIRN_MAGIC_BYTES      "CAIRN\0\0\0"
-#define CAIRN_VERSION_MAJOR    1
-#define CAIRN_VERSION_MINOR    0
+#define CAIRN_FORMAT_VERSION_MAJOR 1 /* of the format; the library's is in version.h */
+#define CAIRN_FORMAT_VERSION_MINOR 0
+#define CAIRN_FORMAT_VERSION_MINOR_CHUNKED 1 /* version_minor of an image with CAIRN_INCOMPAT_CHUNKED */
 #define CAIRN_BLOCK_SIZE       4096u
 #define CAIRN_BLOCK_SHIFT      12
 #define CAIRN_SUPER_OFF        0
 #define CAIRN_ROOT_INO         1u
-#define CAIRN_NAME_MAX         255u
 #define CAIRN_SYMLINK_MAX      4095u
 #define CAIRN_XATTR_NAME_MAX   255u
 #define CAIRN_XATTR_VALUE_MAX  65536u
@@ -58,15 +60,15 @@ extern "C" {
 #define CAIRN_COMPAT_FILE_HASH     (1u << 1) /* inode.content_hash holds XXH3-64 of the data */
 #define CAIRN_COMPAT_VERITY        (1u << 2) /* block 0 holds a verity record (SHA-256 digests) */
 #define CAIRN_INCOMPAT_EXTENTS     (1u << 0) /* some files use the extent table (sparse) */
-#define CAIRN_INCOMPAT_CHUNKED     (1u << 1) /* some files are compressed chunk maps (reserved) */
-#define CAIRN_INCOMPAT_KNOWN       (CAIRN_INCOMPAT_EXTENTS)
+#define CAIRN_INCOMPAT_CHUNKED     (1u << 1) /* compressed chunks: struct cairn_disk_chunked_super */
+#define CAIRN_INCOMPAT_KNOWN       (CAIRN_INCOMPAT_EXTENTS | CAIRN_INCOMPAT_CHUNKED)
 #define CAIRN_COMPAT_KNOWN         (CAIRN_COMPAT_HOT_PREFIX | CAIRN_COMPAT_FILE_HASH | \
 				    CAIRN_COMPAT_VERITY)
 
 /* The superblock: 256 bytes at offset 0; the rest of block 0 is zero. */
 struct cairn_disk_super {
 	uint8_t  magic[8];          /* CAIRN_MAGIC_BYTES */
-	uint16_t version_major;     /* CAIRN_VERSION_MAJOR; a different major is refused */
+	uint16_t version_major;     /* CAIRN_FORMAT_VERSION_MAJOR; a different major is refused */
 	uint16_t version_minor;     /* informational */
 	uint32_t block_size;        /* CAIRN_BLOCK_SIZE (only 4096 in v1) */
 	uint32_t compat;            /* CAIRN_COMPAT_* */
@@ -104,14 +106,16 @@ struct cairn_disk_super {
 /* Inode flags. */
 #define CAIRN_IF_INLINE   (1u << 0) /* regular file data in the blob region at data_ref */
 #define CAIRN_IF_EXTENTS  (1u << 1) /* regular file mapped by extents data_ref..+data_count */
-#define CAIRN_IF_CHUNKED  (1u << 2) /* reserved: compressed chunk map (CAIRN_INCOMPAT_CHUNKED) */
-#define CAIRN_IF_KNOWN    (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)
+#define CAIRN_IF_CHUNKED  (1u << 2) /* regular file in chunks data_ref..+data_count (+ fragment) */
+#define CAIRN_IF_KNOWN    (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS | CAIRN_IF_CHUNKED)
 
 /*
  * Inode record, 128 bytes. The meaning of data_ref/data_count depends on the type:
  *   regular, contiguous: data_ref = absolute byte offset (4 KiB-aligned), size bytes there
  *   regular, INLINE:     data_ref = blob offset, size bytes there (size <= CAIRN_INLINE_MAX)
  *   regular, EXTENTS:    data_ref = first extent index, data_count = number of extents
+ *   regular, CHUNKED:    data_ref = first chunk index, data_count = number of chunks;
+ *                        bytes past data_count chunks: in chunk frag_ref at frag_off
  *   regular, size 0:     data_ref = data_count = 0
  *   directory:           data_ref = first dirent index, data_count = entries
  *                        (without "." and ".."); parent = inode of ".."
@@ -139,7 +143,9 @@ struct cairn_disk_inode {
 	uint64_t data_count;
 	uint64_t content_hash;    /* XXH3-64 of the logical data (CAIRN_COMPAT_FILE_HASH) */
 	uint64_t alloc_blocks;    /* st_blocks, 512-byte units, as the source had them */
-	uint8_t  reserved[16];
+	uint64_t frag_ref;        /* CHUNKED with a tail: chunk index of its fragment; else 0 */
+	uint32_t frag_off;        /* CHUNKED with a tail: offset of the tail in the fragment */
+	uint32_t reserved;
 };
 
 /* Directory entry, 16 bytes. Entries of one directory are contiguous and sorted by
@@ -195,11 +201,52 @@ struct cairn_disk_verity_super {
 	uint64_t record_hash;       /* XXH3-64 of these 128 bytes with this field zero */
 };
 
+/*
+ * Compression (CAIRN_INCOMPAT_CHUNKED). The 128 bytes at CAIRN_CHUNKED_SUPER_OFF
+ * of block 0; hash = XXH3-64 of them with the hash field zero.
+ */
+#define CAIRN_CHUNKED_SUPER_OFF  256u
+#define CAIRN_CHUNK_LOG2_MIN     14u  /* 16 KiB */
+#define CAIRN_CHUNK_LOG2_MAX     20u  /* 1 MiB */
+
+/* Chunk codecs (cairn_disk_chunk.info >> 24). */
+#define CAIRN_CODEC_RAW   0u /* stored as is: stored_len == ulen */
+#define CAIRN_CODEC_ZSTD  1u /* one zstd frame: stored_len < ulen */
+#define CAIRN_CODEC_LZ4   2u /* one LZ4 block (lz4 and lz4hc write it): stored_len < ulen */
+#define CAIRN_CODEC_ZERO  3u /* ulen zero bytes, nothing stored: disk_off = stored_len = 0 */
+#define CAIRN_CODEC_MAX   CAIRN_CODEC_ZERO
+
+struct cairn_disk_chunked_super {
+	uint32_t chunk_log2;      /* logical chunk size = 1 << chunk_log2, 14..20 */
+	uint32_t codec;           /* informational: the writer's codec (CAIRN_CODEC_*) */
+	uint32_t level;           /* informational: its level (lz4: 0 fast, > 0 lz4hc) */
+	uint32_t reserved0;
+	uint64_t chunk_off;       /* absolute offset of the chunk table, in the metadata */
+	uint64_t chunk_count;     /* records in it */
+	uint64_t frag_count;      /* informational: fragment chunks among them */
+	uint64_t stored_bytes;    /* informational: sum of stored_len */
+	uint64_t logical_bytes;   /* informational: sum of ulen */
+	uint8_t  reserved[64];
+	uint64_t hash;            /* XXH3-64 of these 128 bytes with this field zero */
+};
+
+/* One stored chunk, 16 bytes. Regular files' chunks and fragments (small files
+ * and tails packed together) alike. */
+struct cairn_disk_chunk {
+	uint64_t disk_off;        /* absolute offset of the stored bytes (data region) */
+	uint32_t stored_len;      /* bytes stored there */
+	uint32_t info;            /* bits 0-23: ulen (1 .. chunk size); bits 24-31: codec */
+};
+#define CAIRN_CHUNK_ULEN(info)  ((info) & 0xffffffu)
+#define CAIRN_CHUNK_CODEC(info) ((info) >> 24)
+
 #define CAIRN_SUPER_SIZE   256u
 #define CAIRN_INODE_SIZE   128u
 #define CAIRN_DIRENT_SIZE  16u
 #define CAIRN_XATTR_SIZE   24u
 #define CAIRN_EXTENT_SIZE  24u
+#define CAIRN_CHUNKED_SUPER_SIZE 128u
+#define CAIRN_CHUNK_SIZE   16u
 
 _Static_assert(sizeof(struct cairn_disk_super) == CAIRN_SUPER_SIZE, "superblock size");
 _Static_assert(sizeof(struct cairn_disk_inode) == CAIRN_INODE_SIZE, "inode size");
@@ -207,6 +254,9 @@ _Static_assert(sizeof(struct cairn_disk_dirent) == CAIRN_DIRENT_SIZE, "dirent si
 _Static_assert(sizeof(struct cairn_disk_xattr) == CAIRN_XATTR_SIZE, "xattr size");
 _Static_assert(sizeof(struct cairn_disk_extent) == CAIRN_EXTENT_SIZE, "extent size");
 _Static_assert(sizeof(struct cairn_disk_verity_super) == 128, "verity record size");
+_Static_assert(sizeof(struct cairn_disk_chunked_super) == CAIRN_CHUNKED_SUPER_SIZE,
+	       "chunked superblock size");
+_Static_assert(sizeof(struct cairn_disk_chunk) == CAIRN_CHUNK_SIZE, "chunk size");
 
 /* Little-endian conversion. On little-endian hosts these compile to nothing; the
  * byte-wise fallback keeps the format right on big-endian ones. */

@@ -35,6 +35,21 @@ struct cairn_image_info {
 	uint64_t dirent_count, xattr_count, extent_count, blob_len;
 	int64_t build_time;
 	uint8_t uuid[16];
+	/* Compression (all 0 for an uncompressed image). */
+	uint64_t chunk_size;        /* logical chunk bytes */
+	uint32_t codec, level;      /* the writer's CAIRN_CODEC_* and level (lz4 > 0: lz4hc) */
+	uint64_t chunk_count, frag_count;
+	uint64_t stored_bytes, logical_bytes; /* of all chunks */
+};
+
+/* The decompressed-chunk cache of a compressed image (all 0 otherwise). */
+struct cairn_chunk_cache_stats {
+	uint64_t hits, misses;       /* chunk lookups */
+	uint64_t waits;              /* lookups that waited for another reader's load */
+	uint64_t readahead;          /* chunks decompressed ahead of a sequential reader */
+	uint64_t evictions;
+	uint64_t decompressed_bytes; /* by all loads */
+	uint64_t resident_bytes, budget_bytes;
 };
 
 int cairn_image_open(struct cairn_cache *cache, struct cairn_image **out);
@@ -49,6 +64,11 @@ void cairn_image_close(struct cairn_image *img);
 struct cairn_cache *cairn_image_cache(struct cairn_image *img); /* not owned */
 void cairn_image_get_info(const struct cairn_image *img, struct cairn_image_info *out);
 cairn_ino_t cairn_image_root(const struct cairn_image *img);
+/* The byte budget of the decompressed-chunk cache (0: the default, 32 MiB); for
+ * an uncompressed image a no-op. Entries in use may overshoot it briefly. */
+void cairn_image_set_chunk_cache(struct cairn_image *img, size_t budget);
+/* -ENOENT for an uncompressed image. */
+int cairn_image_chunk_cache_stats(struct cairn_image *img, struct cairn_chunk_cache_stats *out);
 
 int cairn_image_stat(struct cairn_image *img, cairn_ino_t ino, struct cairn_stat *st);
 /* One name in a directory (binary search). -ENOENT, -ENOTDIR. */
@@ -172,6 +192,7 @@ struct cairn_open_opts {
 	/* Digest checking (verify.h): on by default for images that have digests; a
 	 * verify device then sits under the cache. */
 	struct cairn_verify_config verify;
+	size_t chunk_cache;                      /* decompressed-chunk budget; 0 = default */
 };
 int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
 			  struct cairn_image **out);

@@ -45,6 +45,14 @@ struct cairn_mkfs_opts {
 	const char *const *excludes;/* fnmatch(3) patterns on the in-image path (see MANIFEST.md) */
 	size_t exclude_count;
 	const char *order_file;     /* NULL or a file of in-image paths (data order) */
+	/* Compression (docs/FORMAT.md "Compression"). codec CAIRN_MKFS_NONE writes
+	 * the uncompressed format, byte for byte as without these fields. */
+	unsigned codec;             /* CAIRN_MKFS_NONE, _LZ4, _LZ4HC, _ZSTD */
+	int level;                  /* codec level; CAIRN_MKFS_LEVEL_DEFAULT: the codec's default */
+	unsigned chunk_log2;        /* chunk size 2^14..2^20; 0 = CAIRN_MKFS_CHUNK_LOG2_DEFAULT */
+	unsigned threads;           /* compressing threads; 0 = one per online CPU */
+	const char *const *no_compress; /* exclude-style patterns: these files' chunks are */
+	size_t no_compress_count;   /* stored raw (data that is compressed already) */
 	int no_fsync;               /* skip the fsync before rename (benchmarks only) */
 	int allow_empty_globs;      /* a manifest glob matching nothing is not an error */
 	int force;                  /* write_path: replace an existing regular file that is
@@ -64,7 +72,16 @@ struct cairn_mkfs_opts {
 	void *ctx;
 };
 
-/* Defaults: keep owners and times, no excludes, no order. */
+#define CAIRN_MKFS_NONE  0u
+#define CAIRN_MKFS_LZ4   1u
+#define CAIRN_MKFS_LZ4HC 2u
+#define CAIRN_MKFS_ZSTD  3u
+#define CAIRN_MKFS_LEVEL_DEFAULT (-1000)
+#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u /* 128 KiB: docs/bench/compression-sweep.md */
+/* "none", "lz4", "lz4hc", "zstd", optionally ",LEVEL": 0 or -EINVAL. */
+int cairn_mkfs_parse_codec(const char *s, unsigned *codec, int *level);
+
+/* Defaults: keep owners and times, no excludes, no order, no compression. */
 void cairn_mkfs_opts_init(struct cairn_mkfs_opts *o);
 
 int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out);
@@ -118,6 +135,8 @@ struct cairn_mkfs_stats {
 	int verity;                 /* the image has digests and this root digest: */
 	uint8_t root[32];           /*   SHA-256 of block 0 (cairn_digest_format()) */
 	uint64_t table_len;         /* bytes of the digest table region */
+	uint64_t chunks, fragments, raw_chunks; /* compressed images: stored chunks */
+	uint64_t stored_bytes;      /* compressed images: bytes of all stored chunks */
 };
 void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *out);
 

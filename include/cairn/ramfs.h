@@ -41,7 +41,6 @@ extern "C" {
 
 struct cairn_ramfs;
 
-#define CAIRN_RAMFS_NAME_MAX 255           /* bytes in one name; longer: -ENAMETOOLONG */
 #define CAIRN_RAMFS_SYMLINK_MAX 4095       /* bytes in a symlink target */
 #define CAIRN_RAMFS_DEFAULT_CHUNK 4096
 
@@ -104,7 +103,7 @@ void cairn_ramfs_free(struct cairn_ramfs *fs);
 cairn_ino_t cairn_ramfs_root(const struct cairn_ramfs *fs);
 
 /* Entry-returning calls fill *st and take one lookup reference on st->ino.
- * Names are bytes without '/' or NUL (-EINVAL), 1..255 long (-ENAMETOOLONG).
+ * Names are bytes without '/' or NUL (-EINVAL), 1..CAIRN_NAME_MAX long (-ENAMETOOLONG).
  * lookup accepts "." and ".."; creating either gives -EEXIST. */
 int cairn_ramfs_lookup(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len,
 		       struct cairn_stat *st);

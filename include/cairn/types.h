@@ -14,6 +14,9 @@ extern "C" {
 #include <stddef.h>
 #include <stdint.h>
 
+/* Bytes in a name, in every tree (image, RAM fs, ns); longer: -ENAMETOOLONG. */
+#define CAIRN_NAME_MAX 255u
+
 typedef uint64_t cairn_ino_t;
 
 struct cairn_time { int64_t sec; uint32_t nsec; };

@@ -65,6 +65,15 @@ static inline uint64_t cairn_format_verity_csum(const struct cairn_disk_verity_s
 	return XXH3_64bits(&t, sizeof(t));
 }
 
+/* The hash field of the compression record: its 128 bytes with the field zero. */
+static inline uint64_t cairn_format_chunked_csum(const struct cairn_disk_chunked_super *z)
+{
+	struct cairn_disk_chunked_super t = *z;
+
+	t.hash = 0;
+	return XXH3_64bits(&t, sizeof(t));
+}
+
 /* The dirent type byte for an inode of this mode (its DT_* value). Modes the
  * format does not know give DT_UNKNOWN, which the reader refuses. */
 static inline uint8_t cairn_format_dtype(uint32_t mode)

@@ -109,6 +109,9 @@ static void problem_rc(struct fsck *f, int rc, const char *what)
 /* A byte of block 0 that a feature of this image assigns (its record). */
 static int block0_assigned(const struct cairn_image *img, size_t off)
 {
+	if ((img->incompat & CAIRN_INCOMPAT_CHUNKED) && off >= CAIRN_CHUNKED_SUPER_OFF &&
+	    off < CAIRN_CHUNKED_SUPER_OFF + CAIRN_CHUNKED_SUPER_SIZE)
+		return 1; /* the compression record, checked at open */
 	return (img->compat & CAIRN_COMPAT_VERITY) && off >= CAIRN_VERITY_SUPER_OFF &&
 	       off < CAIRN_VERITY_SUPER_OFF + sizeof(struct cairn_disk_verity_super);
 }
@@ -240,8 +243,9 @@ static int check_content(struct fsck *f, cairn_ino_t ino, const struct cairn_rin
 	 * the image holds (2^62 bytes of holes from a 20 KiB image kept fsck busy
 	 * for ever: fuzz/regressions/image/fsck-hash-huge-sparse): past what
 	 * the image can justify, the holes carry no data and only the extents
-	 * are checked (check_extents). */
-	if ((r->flags & CAIRN_IF_EXTENTS) && r->size > FSCK_SPARSE_HASH_MIN &&
+	 * are checked (check_extents); the same for zero chunks, 16 bytes of
+	 * metadata each for up to 1 MiB (check_chunks). */
+	if ((r->flags & (CAIRN_IF_EXTENTS | CAIRN_IF_CHUNKED)) && r->size > FSCK_SPARSE_HASH_MIN &&
 	    r->size / FSCK_SPARSE_HASH_RATIO > f->img->image_size)
 		return 0;
 	st = XXH3_createState();
@@ -270,6 +274,71 @@ static int check_content(struct fsck *f, cairn_ino_t ino, const struct cairn_rin
 		problem(f, "inode %llu: content hash mismatch", (unsigned long long)ino);
 out:
 	XXH3_freeState(st);
+	return rc;
+}
+
+static int by_disk(const void *a, const void *b)
+{
+	const struct cairn_rchunk *x = a, *y = b;
+
+	return x->disk_off < y->disk_off ? -1 : x->disk_off > y->disk_off;
+}
+
+/* Every chunk of a compressed image: its record, that it decompresses to its
+ * length, and that no two chunks' stored bytes overlap. The records are held
+ * for the overlap check: 24 bytes per chunk, bounded by the metadata size. */
+static int check_chunks(struct fsck *f)
+{
+	struct cairn_image *img = f->img;
+	struct cairn_rchunk *v;
+	unsigned char *buf;
+	uint64_t n = 0, stored = 0, logical = 0;
+	int rc = 0;
+
+	if (!(img->incompat & CAIRN_INCOMPAT_CHUNKED))
+		return 0;
+	v = malloc((size_t)(img->chunk_count ? img->chunk_count : 1) * sizeof(*v));
+	buf = malloc((size_t)img->chunk_size); /* <= 1 MiB: checked at open */
+	if (!v || !buf) {
+		free(v);
+		free(buf);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < img->chunk_count; i++) {
+		struct cairn_rchunk c;
+
+		rc = cairn_image_chunk_load(img, i, &c);
+		if (!rc && (f->flags & CAIRN_FSCK_DATA))
+			rc = cairn_image_chunk_decode(img, i, &c, buf);
+		if (rc == -CAIRN_ECORRUPT) {
+			snprintf(f->buf, sizeof(f->buf), "chunk %llu", (unsigned long long)i);
+			problem_rc(f, rc, f->buf);
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		stored += c.stored_len;
+		logical += c.ulen;
+		if (c.stored_len)
+			v[n++] = c;
+	}
+	if (!rc && (stored != cairn_le64(img->zraw.stored_bytes) ||
+		    logical != cairn_le64(img->zraw.logical_bytes)))
+		problem(f, "compression record: %llu stored / %llu logical bytes, chunks hold "
+			"%llu / %llu", (unsigned long long)cairn_le64(img->zraw.stored_bytes),
+			(unsigned long long)cairn_le64(img->zraw.logical_bytes),
+			(unsigned long long)stored, (unsigned long long)logical);
+	qsort(v, (size_t)n, sizeof(*v), by_disk);
+	for (uint64_t i = 1; !rc && i < n; i++)
+		if (v[i].disk_off < v[i - 1].disk_off + v[i - 1].stored_len) {
+			problem(f, "chunks at %llu and %llu overlap",
+				(unsigned long long)v[i - 1].disk_off,
+				(unsigned long long)v[i].disk_off);
+			break;
+		}
+	free(v);
+	free(buf);
 	return rc;
 }
 
@@ -484,6 +553,8 @@ long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb r
 		rc = check_digests(&f);
 	if (!rc)
 		rc = check_checksums(&f);
+	if (!rc)
+		rc = check_chunks(&f);
 	if (!rc)
 		rc = check_inodes(&f);
 	if (!rc)

@@ -12,6 +12,8 @@
 #include <cairn/format.h>
 #include <cairn/image.h>
 
+#define CAIRN_DCTX_POOL 8
+
 /* The superblock fields in host byte order, already checked for bounds. */
 struct cairn_image {
 	struct cairn_cache *cache;       /* owned */
@@ -25,6 +27,17 @@ struct cairn_image {
 	uint64_t extent_off, extent_count, blob_off, blob_len, csum_off;
 	uint64_t data_off, data_len, data_end, hot_off, hot_len;
 	uint64_t meta_blocks;            /* meta_len / 4096 */
+	/* Compression (CAIRN_INCOMPAT_CHUNKED; all 0 without it). */
+	struct cairn_disk_chunked_super zraw; /* the record as read */
+	uint32_t chunk_log2;
+	uint64_t chunk_size, chunk_off, chunk_count;
+	struct cairn_zcache *zc;         /* owned; NULL without compression */
+	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead worker (chunk.c) */
+	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
+	 * a large allocation and its page faults); owned, under dctx_lock. */
+	pthread_mutex_t dctx_lock;
+	void *dctx[CAIRN_DCTX_POOL];
+	unsigned ndctx;
 	_Atomic uint64_t *verified;      /* one bit per metadata block, set once checked */
 	/* The first corruption met since open, for error messages. Written once under
 	 * the lock, then published by setting `has_why`. */
@@ -37,9 +50,11 @@ struct cairn_image {
 
 /* An inode in host byte order, checked by inode_load() for every bound that can
  * be checked without reading further structures. */
+struct cairn_zahead;
+
 struct cairn_rinode {
-	uint32_t mode, flags, nlink, uid, gid, parent, xattr_count;
-	uint64_t size, xattr_ref, data_ref, data_count, content_hash, alloc_blocks;
+	uint32_t mode, flags, nlink, uid, gid, parent, xattr_count, frag_off;
+	uint64_t size, xattr_ref, data_ref, data_count, content_hash, alloc_blocks, frag_ref;
 	struct cairn_time atime, mtime, ctime;
 };
 
@@ -70,12 +85,53 @@ int cairn_image_dirent_load(struct cairn_image *img, uint64_t idx, struct cairn_
 int cairn_image_xattr_load(struct cairn_image *img, uint64_t idx, struct cairn_rxattr *out);
 int cairn_image_extent_load(struct cairn_image *img, uint64_t idx, const struct cairn_rinode *ino,
 			    struct cairn_disk_extent *out);
+/* A chunk record in host byte order, checked against the image (chunk.c). */
+struct cairn_rchunk {
+	uint64_t disk_off;
+	uint32_t stored_len, ulen, codec;
+};
+int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_rchunk *out);
+/* The bounds of a CHUNKED inode that need no further reads (inode_load). */
+int cairn_image_chunked_ok(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r);
+/* Bytes [off, off+len) of a CHUNKED file, inside its size. */
+int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
+			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off);
+/* The chunk holding file offset off: its index and the offset of its first byte
+ * in the file, the tail's fragment included. */
+int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+			 uint64_t *idx, uint64_t *start, struct cairn_rchunk *c);
+/* The read-ahead worker of a compressed image: set up at open (its thread
+ * starts on first use), stopped and freed with the decompression contexts at
+ * close. */
+int cairn_image_chunk_init(struct cairn_image *img);
+void cairn_image_chunk_fini(struct cairn_image *img);
+/* Waits until the read-ahead worker has nothing queued or running (tests). */
+void cairn_image_chunk_drain(struct cairn_image *img);
+/* Decompresses chunk idx of ulen bytes into buf (fsck; no cache). */
+int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+			     void *buf);
+/* lseek(2) SEEK_DATA/SEEK_HOLE over a CHUNKED file: zero chunks are holes. */
+int64_t cairn_image_lseek_chunked(struct cairn_image *img, const struct cairn_rinode *r,
+				  uint64_t off, int whence);
+/* The device range of a CHUNKED file's stored bytes (cairn_image_file_extent). */
+void cairn_image_chunked_extent(struct cairn_image *img, const struct cairn_rinode *r,
+				uint64_t *lo, uint64_t *hi);
+/* Calls fn for each stored chunk piece of a CHUNKED file in file order: file
+ * range [file_off, file_off+len) comes from the stored bytes [dev_off,
+ * dev_off+dev_len) (a whole fragment for the tail). Zero chunks are skipped. */
+typedef int (*cairn_chunk_range_cb)(void *ctx, uint64_t file_off, uint64_t len,
+				    uint64_t dev_off, uint64_t dev_len);
+int cairn_image_chunked_ranges(struct cairn_image *img, const struct cairn_rinode *r,
+			       cairn_chunk_range_cb fn, void *ctx);
 /* Verifies metadata block b (index in the region) now, whether or not it was before. */
 int cairn_image_verify_block(struct cairn_image *img, uint64_t b);
 
 /* Calls fn(ctx, file_off, disk_off, len) for each piece of [off, off+len) of
  * regular file r (inode ino) stored on the device, in file order; holes and
- * inline data have none. Stops at and returns fn's first non-zero value. */
+ * inline data have none. A compressed file (CAIRN_IF_CHUNKED) has no byte-for-byte
+ * mapping: fn gets each stored chunk overlapping the range, as (the chunk's first
+ * file byte, its stored offset, its stored length). Stops at and returns fn's
+ * first non-zero value. */
 int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
 		    uint64_t off, uint64_t len, cairn_range_cb fn, void *ctx);
 

@@ -250,6 +250,7 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 	}
 	img->stats_dev = stats;
 	img->fault_dev = fault;
+	cairn_image_set_chunk_cache(img, opts->chunk_cache);
 	*out = img;
 	return 0;
 }

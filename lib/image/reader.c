@@ -24,6 +24,7 @@
 #include <cairn/error.h>
 #include "format/format_int.h"
 #include "image_int.h"
+#include "zcache.h"
 
 #define MAX_SYMLINK_FOLLOWS 40
 #define RESOLVE_BUF_MAX (64u * 1024) /* longest path text resolve() expands to */
@@ -153,7 +154,9 @@ static int regular_ok(struct cairn_image *img, cairn_ino_t ino, struct cairn_rin
 {
 	unsigned long long n = ino;
 
-	if (r->flags & CAIRN_IF_INLINE) {
+	if (r->flags & CAIRN_IF_CHUNKED) {
+		return cairn_image_chunked_ok(img, ino, r);
+	} else if (r->flags & CAIRN_IF_INLINE) {
 		if (r->flags & CAIRN_IF_EXTENTS)
 			return cairn_image_corrupt(img, "inode %llu: both inline and extents", n);
 		if (r->size > CAIRN_INLINE_MAX || !blob_ok(img, r->data_ref, r->size))
@@ -235,6 +238,8 @@ int cairn_image_inode_load(struct cairn_image *img, cairn_ino_t ino, struct cair
 	r->data_count = cairn_le64(d.data_count);
 	r->content_hash = cairn_le64(d.content_hash);
 	r->alloc_blocks = cairn_le64(d.alloc_blocks);
+	r->frag_ref = cairn_le64(d.frag_ref);
+	r->frag_off = cairn_le32(d.frag_off);
 
 	if (!mode_ok(r->mode))
 		return cairn_image_corrupt(img, "inode %llu: bad mode 0%o", n, r->mode);
@@ -400,7 +405,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
 		return BAD("not a cairn image (bad magic)");
-	if (cairn_le16(s->version_major) != CAIRN_VERSION_MAJOR)
+	if (cairn_le16(s->version_major) != CAIRN_FORMAT_VERSION_MAJOR)
 		return why_fail(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));
 	if (cairn_format_super_csum(s) != cairn_le64(s->super_hash))
@@ -464,6 +469,32 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 	return 0;
 }
 
+/* The compression record (block 0 bytes 256..383), when the image has one. */
+static int chunked_open(struct cairn_image *img, char *why, size_t why_len)
+{
+	struct cairn_disk_chunked_super *z = &img->zraw;
+	int rc;
+
+	if (!(img->incompat & CAIRN_INCOMPAT_CHUNKED))
+		return 0;
+	rc = cairn_image_dev_read(img, z, sizeof(*z), CAIRN_CHUNKED_SUPER_OFF, NULL);
+	if (rc)
+		return why_fail(why, why_len, rc, "cannot read the compression record");
+	if (cairn_format_chunked_csum(z) != cairn_le64(z->hash))
+		return BAD("compression record checksum mismatch");
+	img->chunk_log2 = cairn_le32(z->chunk_log2);
+	if (img->chunk_log2 < CAIRN_CHUNK_LOG2_MIN || img->chunk_log2 > CAIRN_CHUNK_LOG2_MAX)
+		return BAD("chunk size 2^%u outside 2^%u..2^%u", img->chunk_log2,
+			   CAIRN_CHUNK_LOG2_MIN, CAIRN_CHUNK_LOG2_MAX);
+	img->chunk_size = 1ull << img->chunk_log2;
+	img->chunk_off = cairn_le64(z->chunk_off);
+	img->chunk_count = cairn_le64(z->chunk_count);
+	if (!table_ok(img, img->chunk_off, img->chunk_count, CAIRN_CHUNK_SIZE))
+		return BAD("chunk table outside the metadata region");
+	rc = cairn_zcache_new(0, &img->zc);
+	return rc ? rc : cairn_image_chunk_init(img);
+}
+
 int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 			struct cairn_image **out)
 {
@@ -480,6 +511,7 @@ int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 		return -ENOMEM;
 	img->cache = cache;
 	pthread_mutex_init(&img->why_lock, NULL);
+	pthread_mutex_init(&img->dctx_lock, NULL);
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
@@ -492,6 +524,8 @@ int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 		goto fail;
 	}
 	rc = super_check(img, dev_size, why, why_len);
+	if (!rc)
+		rc = chunked_open(img, why, why_len);
 	if (rc)
 		goto fail;
 	/* Sized by meta_len, which is bounded by the device size: 1 bit per 4 KiB. */
@@ -503,6 +537,9 @@ int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
 	*out = img;
 	return 0;
 fail:
+	cairn_image_chunk_fini(img);
+	cairn_zcache_free(img->zc);
+	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free(img);
 	return rc;
@@ -518,7 +555,10 @@ void cairn_image_close(struct cairn_image *img)
 	if (!img)
 		return;
 	cairn_profile_free(img->profile);
+	cairn_image_chunk_fini(img); /* the worker first: it reads through both caches */
+	cairn_zcache_free(img->zc);
 	cairn_cache_free(img->cache);
+	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free((void *)img->verified);
 	free(img);
@@ -559,6 +599,40 @@ void cairn_image_get_info(const struct cairn_image *img, struct cairn_image_info
 	o->blob_len = img->blob_len;
 	o->build_time = (int64_t)cairn_le64((uint64_t)s->build_time);
 	memcpy(o->uuid, s->uuid, sizeof(o->uuid));
+	if (img->zc) {
+		o->chunk_size = img->chunk_size;
+		o->codec = cairn_le32(img->zraw.codec);
+		o->level = cairn_le32(img->zraw.level);
+		o->chunk_count = img->chunk_count;
+		o->frag_count = cairn_le64(img->zraw.frag_count);
+		o->stored_bytes = cairn_le64(img->zraw.stored_bytes);
+		o->logical_bytes = cairn_le64(img->zraw.logical_bytes);
+	}
+}
+
+void cairn_image_set_chunk_cache(struct cairn_image *img, size_t budget)
+{
+	if (img->zc)
+		cairn_zcache_set_budget(img->zc, budget);
+}
+
+int cairn_image_chunk_cache_stats(struct cairn_image *img, struct cairn_chunk_cache_stats *o)
+{
+	struct cairn_zcache_stats s;
+
+	memset(o, 0, sizeof(*o));
+	if (!img->zc)
+		return -ENOENT;
+	cairn_zcache_get_stats(img->zc, &s);
+	o->hits = s.hits;
+	o->misses = s.misses;
+	o->waits = s.waits;
+	o->evictions = s.evictions;
+	o->readahead = s.ahead;
+	o->decompressed_bytes = s.loaded_bytes;
+	o->resident_bytes = s.resident_bytes;
+	o->budget_bytes = s.budget_bytes;
+	return 0;
 }
 
 /* ---- attributes and names ---- */
@@ -883,6 +957,8 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 		len = SSIZE_MAX;
 	if (r.flags & CAIRN_IF_INLINE)
 		rc = blob_read(img, buf, len, r.data_ref + off);
+	else if (r.flags & CAIRN_IF_CHUNKED)
+		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off);
 	else if (r.flags & CAIRN_IF_EXTENTS)
 		return read_extents(img, ino, &r, buf, len, off);
 	else {
@@ -906,6 +982,8 @@ int64_t cairn_image_lseek(struct cairn_image *img, cairn_ino_t ino, uint64_t off
 		return -EINVAL;
 	if (off >= r.size || r.size > INT64_MAX)
 		return -ENXIO;
+	if (r.flags & CAIRN_IF_CHUNKED)
+		return cairn_image_lseek_chunked(img, &r, off, whence);
 	if (!(r.flags & CAIRN_IF_EXTENTS))
 		return whence == SEEK_DATA ? (int64_t)off : (int64_t)r.size;
 	rc = extent_find(img, &r, off, &i);
@@ -944,6 +1022,10 @@ int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *
 	*lo = *hi = 0;
 	if (r.flags & CAIRN_IF_INLINE || r.size == 0)
 		return 0;
+	if (r.flags & CAIRN_IF_CHUNKED) {
+		cairn_image_chunked_extent(img, &r, lo, hi);
+		return 0;
+	}
 	if (!(r.flags & CAIRN_IF_EXTENTS)) {
 		*lo = r.data_ref;
 		*hi = r.data_ref + r.size;
@@ -961,6 +1043,22 @@ int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *
 	return 0;
 }
 
+struct map_chunks {
+	uint64_t off, end;
+	cairn_range_cb fn;
+	void *ctx;
+};
+
+static int map_chunk(void *ctx, uint64_t file_off, uint64_t len, uint64_t dev_off,
+		     uint64_t dev_len)
+{
+	struct map_chunks *m = ctx;
+
+	if (file_off >= m->end || file_off + len <= m->off)
+		return 0;
+	return m->fn(m->ctx, file_off, dev_off, dev_len);
+}
+
 int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
 		    uint64_t off, uint64_t len, cairn_range_cb fn, void *ctx)
 {
@@ -971,6 +1069,11 @@ int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn
 	if (r->flags & CAIRN_IF_INLINE || off >= r->size || !len)
 		return 0;
 	end = len > r->size - off ? r->size : off + len;
+	if (r->flags & CAIRN_IF_CHUNKED) {
+		struct map_chunks m = { off, end, fn, ctx };
+
+		return cairn_image_chunked_ranges(img, r, map_chunk, &m);
+	}
 	if (!(r->flags & CAIRN_IF_EXTENTS))
 		return fn(ctx, off, r->data_ref + off, end - off);
 	rc = extent_find(img, r, off, &i);
@@ -1023,8 +1126,10 @@ void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 {
 	struct cairn_rinode r;
 
+	/* Compressed files are left to the budget: their stored chunks serve more
+	 * than the bytes delivered, and the chunk cache holds them decompressed. */
 	if ((!img->keep_hot || !img->profile || !cairn_profile_has(img->profile, ino)) &&
-	    load_regular(img, ino, &r) == 0)
+	    load_regular(img, ino, &r) == 0 && !(r.flags & CAIRN_IF_CHUNKED))
 		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
 }
 
@@ -1046,7 +1151,7 @@ void cairn_image_prefetch_hot(struct cairn_image *img)
 
 /* A file's hot pieces, sorted into device order before they are handed on. */
 struct hot_piece {
-	uint64_t disk_off, file_off, len;
+	uint64_t disk_off, disk_len, file_off, len;
 };
 
 struct hot_list {
@@ -1054,6 +1159,21 @@ struct hot_list {
 	struct hot_piece *v;
 	size_t n, cap;
 };
+
+static int hot_push(struct hot_list *l, struct hot_piece p)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? 2 * l->cap : 8;
+		struct hot_piece *v = realloc(l->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = p;
+	return 0;
+}
 
 /* Adds the part of a mapping (file_off -> disk_off, len bytes) that lies in the
  * hot prefix, if any (a cairn_image_map() callback). */
@@ -1066,17 +1186,24 @@ static int hot_add(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len
 
 	if (lo >= hi)
 		return 0;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? 2 * l->cap : 8;
-		struct hot_piece *v = realloc(l->v, ncap * sizeof(*v));
+	return hot_push(l, (struct hot_piece){ lo, hi - lo, file_off + (lo - disk_off), hi - lo });
+}
 
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = ncap;
-	}
-	l->v[l->n++] = (struct hot_piece){ lo, file_off + (lo - disk_off), hi - lo };
-	return 0;
+struct hot_chunks {
+	const struct cairn_image *img;
+	struct hot_list *l;
+};
+
+/* A compressed piece is hot whole when its stored bytes start in the prefix. */
+static int hot_add_chunk(void *ctx, uint64_t file_off, uint64_t len, uint64_t dev_off,
+			 uint64_t dev_len)
+{
+	struct hot_chunks *h = ctx;
+	const struct cairn_image *img = h->img;
+
+	if (dev_off < img->hot_off || dev_off - img->hot_off >= img->hot_len)
+		return 0;
+	return hot_push(h->l, (struct hot_piece){ dev_off, dev_len, file_off, len });
 }
 
 static int by_disk_off(const void *a, const void *b)
@@ -1096,7 +1223,7 @@ static int hot_emit(struct hot_piece *p, size_t n, cairn_range_cb fn, void *ctx)
 		int rc;
 
 		while (++i < n && p[i].file_off == off + len &&
-		       p[i].disk_off == p[i - 1].disk_off + p[i - 1].len)
+		       p[i].disk_off == p[i - 1].disk_off + p[i - 1].disk_len)
 			len += p[i].len;
 		rc = fn(ctx, off, dev, len);
 		if (rc)
@@ -1117,8 +1244,13 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
 	if (!has_hot_prefix(img))
 		return 0;
 	rc = load_regular(img, ino, &r);
-	if (!rc)
+	if (!rc && r.flags & CAIRN_IF_CHUNKED) {
+		struct hot_chunks h = { img, &l };
+
+		rc = cairn_image_chunked_ranges(img, &r, hot_add_chunk, &h);
+	} else if (!rc) {
 		rc = cairn_image_map(img, ino, &r, 0, r.size, hot_add, &l);
+	}
 	if (!rc && l.n)
 		rc = hot_emit(l.v, l.n, fn, ctx);
 	free(l.v);

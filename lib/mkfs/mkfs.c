@@ -216,6 +216,9 @@ int mk_link(struct cairn_mkfs *m, uint32_t dir, const char *name, size_t len, ui
 	if (memchr(name, '/', len) || (len == 1 && name[0] == '.') ||
 	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return mk_err(m, -EINVAL, "%s: invalid name", guest_path);
+	if (m->o.no_compress_count &&
+	    cairn_mkfs_path_excluded(guest_path, m->o.no_compress, m->o.no_compress_count))
+		mk_ino(m, ino)->raw = 1;
 	uint32_t e = fresh ? MK_NONE : mk_lookup(m, dir, name, len);
 	if (m->oom)
 		return mk_err(m, -ENOMEM, "out of memory");
@@ -386,6 +389,7 @@ void cairn_mkfs_opts_init(struct cairn_mkfs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->uid = o->gid = -1;
+	o->level = CAIRN_MKFS_LEVEL_DEFAULT;
 }
 
 int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out)
@@ -421,6 +425,16 @@ int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out)
 	}
 	if (o->order_file && !(m->o.order_file = strdup(o->order_file)))
 		goto nomem;
+	m->o.no_compress = NULL;
+	if (o->no_compress_count) {
+		m->no_compress = calloc(o->no_compress_count, sizeof(char *));
+		if (!m->no_compress)
+			goto nomem;
+		for (size_t i = 0; i < o->no_compress_count; i++)
+			if (!(m->no_compress[i] = strdup(o->no_compress[i])))
+				goto nomem;
+		m->o.no_compress = (const char *const *)m->no_compress;
+	}
 	m->o.output = NULL;
 	struct stat st;
 	if (o->output && !stat(o->output, &st) && S_ISREG(st.st_mode)) {
@@ -447,6 +461,10 @@ void cairn_mkfs_free(struct cairn_mkfs *m)
 		for (size_t i = 0; i < m->o.exclude_count; i++)
 			free(m->excludes[i]);
 	free(m->excludes);
+	if (m->no_compress)
+		for (size_t i = 0; i < m->o.no_compress_count; i++)
+			free(m->no_compress[i]);
+	free(m->no_compress);
 	free((char *)m->o.order_file);
 	mk_vec_free(&m->arena);
 	mk_vec_free(&m->inodes);

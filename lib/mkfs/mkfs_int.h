@@ -63,6 +63,10 @@ struct mk_inode {
 	uint8_t hot;           /* listed in --order (already placed) */
 	uint8_t shared;        /* data shared with an earlier file (dedup) */
 	uint8_t split;         /* extents made by the --order plan (order.c) */
+	uint8_t raw;           /* --no-compress matched a path of it: chunks stored raw */
+	uint8_t zplanned;      /* compressed: chunk indexes assigned (zwrite.c) */
+	uint32_t frag_off;     /* compressed with a tail: its offset in the fragment */
+	uint64_t frag_ref;     /*   and the fragment's chunk index */
 	uint64_t data_ref, data_count, hash;
 };
 
@@ -100,6 +104,7 @@ struct mk_hot {
 struct cairn_mkfs {
 	struct cairn_mkfs_opts o;
 	char **excludes;
+	char **no_compress;
 	struct mk_vec arena;   /* bytes: names, paths, targets, xattrs, inline data */
 	struct mk_vec inodes;  /* struct mk_inode */
 	struct mk_vec entries; /* struct mk_entry */
@@ -191,6 +196,29 @@ void mk_free_names(char **names, size_t n);
  * range records into extents, and appends struct mk_hot items to `hot` in
  * placement order. Run after numbering, before the tables are placed. */
 int mk_order_plan(struct cairn_mkfs *m, struct mk_vec *hot);
+
+/* Compressed images (zwrite.c). A plan is made after the --order plan, in
+ * placement order (the hot items, then `cold` inode indexes in inode order): it
+ * hashes every file, shares identical ones, turns every data file into a CHUNKED
+ * one (data_ref, data_count, frag_ref, frag_off, hash set) and lists the chunks
+ * to store. mk_zplan_write() then compresses them (opts.threads workers) and
+ * writes them back to back from data_off; the output does not depend on the
+ * thread count. */
+struct mk_zplan;
+int mk_zplan_new(struct cairn_mkfs *m, const struct mk_vec *hot, const struct mk_vec *cold,
+		 struct mk_zplan **out);
+void mk_zplan_free(struct mk_zplan *z);
+/* Files the plan leaves out (sparse: extents, uncompressed, written by write.c). */
+int mk_zplan_skips(const struct mk_inode *in);
+uint64_t mk_zplan_chunks(const struct mk_zplan *z);
+/* Writes the chunks; *end is the end of the data, *hot_len the hot prefix. */
+int mk_zplan_write(struct mk_zplan *z, int fd, const char *name, uint64_t data_off,
+		   uint64_t *end, uint64_t *hot_len);
+/* The chunk table (le, chunk_count records) once written. */
+const struct cairn_disk_chunk *mk_zplan_table(const struct mk_zplan *z);
+/* The compression record, hash included, for a chunk table at chunk_off. */
+void mk_zplan_super(const struct mk_zplan *z, uint64_t chunk_off,
+		    struct cairn_disk_chunked_super *out);
 
 /* Writing (write.c). */
 int mk_write(struct cairn_mkfs *m, int fd, const char *name);

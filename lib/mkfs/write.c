@@ -34,12 +34,14 @@ struct layout {
 	struct mk_map strings;   /* blob interning */
 	struct mk_map dedup;     /* (size, hash) -> inode index of the first copy */
 	uint64_t xattr_count, extent_count;
-	uint64_t inode_off, dirent_off, xattr_off, extent_off, blob_off;
+	uint64_t inode_off, dirent_off, xattr_off, extent_off, chunk_off, blob_off;
 	uint64_t meta_off, meta_len, csum_off, data_off, cursor, hot_len;
 	uint64_t table_len;       /* verity digest table at 4096 (0: none) */
 	uint64_t done, total, reported;
 	char *buf, *buf2;
 	struct mk_vec hot;       /* struct mk_hot: the hot prefix in order (order.c) */
+	struct mk_vec cold;      /* uint32_t: the other data files, in inode order */
+	struct mk_zplan *z;      /* compressed images: the chunk plan (zwrite.c) */
 };
 
 static uint32_t *by_ino(struct layout *l, uint64_t i)
@@ -296,7 +298,8 @@ static void place_tables(struct layout *l)
 	l->dirent_off = MK_ALIGN(l->inode_off + (uint64_t)l->by_ino.n * CAIRN_INODE_SIZE);
 	l->xattr_off = MK_ALIGN(l->dirent_off + l->dirents.n * CAIRN_DIRENT_SIZE);
 	l->extent_off = MK_ALIGN(l->xattr_off + l->xattr_count * CAIRN_XATTR_SIZE);
-	l->blob_off = MK_ALIGN(l->extent_off + l->extent_count * CAIRN_EXTENT_SIZE);
+	l->chunk_off = MK_ALIGN(l->extent_off + l->extent_count * CAIRN_EXTENT_SIZE);
+	l->blob_off = MK_ALIGN(l->chunk_off + (l->z ? mk_zplan_chunks(l->z) : 0) * CAIRN_CHUNK_SIZE);
 	l->meta_len = MK_ALIGN(l->blob_off + l->blob.n) - l->meta_off;
 	l->csum_off = l->meta_off + l->meta_len;
 	l->data_off = MK_ALIGN(l->csum_off + l->meta_len / CAIRN_BLOCK_SIZE * 8);
@@ -534,13 +537,12 @@ static int copy_file(struct layout *l, uint32_t idx)
 	return rc;
 }
 
-static int write_data(struct layout *l)
+/* The data files outside the hot prefix, in inode order, into l->cold; empty
+ * files get their hash here. */
+static int list_cold(struct layout *l)
 {
 	struct cairn_mkfs *m = l->m;
-	struct mk_vec list;
-	int rc = 0;
 
-	mk_vec_init(&list, sizeof(uint32_t));
 	for (uint64_t i = 1; i < l->by_ino.n; i++) {
 		uint32_t idx = *by_ino(l, i);
 		struct mk_inode *in = mk_ino(m, idx);
@@ -553,12 +555,31 @@ static int write_data(struct layout *l)
 		}
 		if ((in->flags & CAIRN_IF_INLINE) || in->hot)
 			continue;
-		uint32_t *slot = mk_vec_push(&list);
-		if (!slot) {
-			rc = mk_err(m, -ENOMEM, "out of memory");
-			goto out;
-		}
+		uint32_t *slot = mk_vec_push(&l->cold);
+		if (!slot)
+			return mk_err(m, -ENOMEM, "out of memory");
 		*slot = idx;
+	}
+	return 0;
+}
+
+static int write_data(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+	struct mk_vec *list = &l->cold;
+	int rc = 0;
+
+	if (l->z) { /* the chunks, then the sparse files the plan left out */
+		rc = mk_zplan_write(l->z, l->fd, l->name, l->data_off, &l->cursor, &l->hot_len);
+		l->cursor = MK_ALIGN(l->cursor);
+		for (uint64_t i = 0; i < l->hot.n + list->n && !rc; i++) {
+			uint32_t idx = i < l->hot.n ? MK_AT(&l->hot, struct mk_hot, i)->idx
+						    : *MK_AT(list, uint32_t, i - l->hot.n);
+
+			if (mk_zplan_skips(mk_ino(m, idx)))
+				rc = copy_file(l, idx);
+		}
+		return rc;
 	}
 	l->total = 0;
 	for (uint64_t i = 0; i < l->hot.n; i++) {
@@ -566,8 +587,8 @@ static int write_data(struct layout *l)
 		if (h->ext == MK_HOT_WHOLE)
 			l->total += mk_ino(m, h->idx)->size;
 	}
-	for (uint64_t i = 0; i < list.n; i++) {
-		struct mk_inode *in = mk_ino(m, *MK_AT(&list, uint32_t, i));
+	for (uint64_t i = 0; i < list->n; i++) {
+		struct mk_inode *in = mk_ino(m, *MK_AT(list, uint32_t, i));
 		if (in->flags & CAIRN_IF_EXTENTS)
 			for (uint32_t j = 0; j < in->ext_n; j++)
 				l->total += MK_AT(&m->exts, struct mk_ext, in->ext_first + j)->len;
@@ -581,12 +602,10 @@ static int write_data(struct layout *l)
 		rc = h->ext == MK_HOT_WHOLE ? copy_file(l, h->idx) : copy_hot_extent(l, h);
 	}
 	l->hot_len = l->cursor - l->data_off;
-	for (uint64_t i = 0; i < list.n && !rc; i++)
-		rc = copy_file(l, *MK_AT(&list, uint32_t, i));
+	for (uint64_t i = 0; i < list->n && !rc; i++)
+		rc = copy_file(l, *MK_AT(list, uint32_t, i));
 	if (!rc && m->o.progress && l->reported != l->done)
 		m->o.progress(m->o.ctx, l->done, l->total);
-out:
-	mk_vec_free(&list);
 	return rc;
 }
 
@@ -601,7 +620,7 @@ static void fill_inode(struct layout *l, struct mk_inode *in, struct cairn_disk_
 		ref = in->rdev, count = 0;
 	else if (S_ISFIFO(in->mode) || S_ISSOCK(in->mode))
 		ref = count = 0;
-	else if (S_ISREG(in->mode) && !(in->flags & CAIRN_IF_EXTENTS))
+	else if (S_ISREG(in->mode) && !(in->flags & (CAIRN_IF_EXTENTS | CAIRN_IF_CHUNKED)))
 		count = 0;
 	d->mode = cairn_le32(in->mode);
 	d->flags = cairn_le32(S_ISREG(in->mode) ? in->flags : 0);
@@ -622,6 +641,10 @@ static void fill_inode(struct layout *l, struct mk_inode *in, struct cairn_disk_
 	d->data_count = cairn_le64(count);
 	d->content_hash = cairn_le64(S_ISREG(in->mode) ? in->hash : 0);
 	d->alloc_blocks = cairn_le64(in->blocks);
+	if (S_ISREG(in->mode) && (in->flags & CAIRN_IF_CHUNKED)) {
+		d->frag_ref = cairn_le64(in->frag_ref);
+		d->frag_off = cairn_le32(in->frag_off);
+	}
 }
 
 /*
@@ -712,6 +735,9 @@ static void emit_meta(struct layout *l, struct meta_out *w)
 			meta_emit(w, &de, sizeof(de));
 		}
 	}
+	meta_pad(w, l->chunk_off);
+	if (l->z)
+		meta_emit(w, mk_zplan_table(l->z), mk_zplan_chunks(l->z) * CAIRN_CHUNK_SIZE);
 	meta_pad(w, l->blob_off);
 	meta_emit(w, l->blob.p, l->blob.n);
 	meta_pad(w, l->meta_off + l->meta_len);
@@ -772,9 +798,15 @@ static int write_meta(struct layout *l, uint64_t image_size)
 		incompat |= CAIRN_INCOMPAT_EXTENTS;
 	if (l->table_len)
 		compat |= CAIRN_COMPAT_VERITY;
+	if (l->z) {
+		incompat |= CAIRN_INCOMPAT_CHUNKED;
+		mk_zplan_super(l->z, l->chunk_off,
+			       (struct cairn_disk_chunked_super *)(sb + CAIRN_CHUNKED_SUPER_OFF));
+	}
 	memcpy(s->magic, CAIRN_MAGIC_BYTES, 8);
-	s->version_major = cairn_le16(CAIRN_VERSION_MAJOR);
-	s->version_minor = cairn_le16(CAIRN_VERSION_MINOR);
+	s->version_major = cairn_le16(CAIRN_FORMAT_VERSION_MAJOR);
+	s->version_minor = cairn_le16(l->z ? CAIRN_FORMAT_VERSION_MINOR_CHUNKED :
+					     CAIRN_FORMAT_VERSION_MINOR);
 	s->block_size = cairn_le32(CAIRN_BLOCK_SIZE);
 	s->compat = cairn_le32(compat);
 	s->incompat = cairn_le32(incompat);
@@ -832,6 +864,8 @@ static void layout_free(struct layout *l)
 	mk_map_free(&l->strings);
 	mk_map_free(&l->dedup);
 	mk_vec_free(&l->hot);
+	mk_vec_free(&l->cold);
+	mk_zplan_free(l->z);
 	free(l->buf);
 	free(l->buf2);
 }
@@ -868,6 +902,7 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 	mk_vec_init(&l.xent, sizeof(struct cairn_disk_xattr));
 	mk_vec_init(&l.blob, 1);
 	mk_vec_init(&l.hot, sizeof(struct mk_hot));
+	mk_vec_init(&l.cold, sizeof(uint32_t));
 	l.buf = malloc(COPY_BUF);
 	l.buf2 = malloc(COPY_BUF);
 	if (!l.buf || !l.buf2) {
@@ -883,7 +918,9 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 			mk_err(m, rc, "laying out the image: %s", strerror(-rc));
 		goto out;
 	}
-	if ((rc = mk_order_plan(m, &l.hot)))
+	if ((rc = mk_order_plan(m, &l.hot)) || (rc = list_cold(&l)))
+		goto out;
+	if (m->o.codec && (rc = mk_zplan_new(m, &l.hot, &l.cold, &l.z)))
 		goto out;
 	place_tables(&l);
 	if ((rc = write_data(&l)))

@@ -16,6 +16,20 @@ int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls)
 	return ns_link_group(ls) ? ns_set_inc(&ns->gone_links, ls->ino) : 0;
 }
 
+/* A copy-up is no change the user made to the directory it lands in, so that
+ * keeps its times, as overlayfs's copy-up does: taken just before the copy gets
+ * its name there (lock held), put back just after. Best effort. */
+static void keep_dir_times(struct cairn_ns *ns, cairn_ino_t dir, const struct cairn_stat *before)
+{
+	struct cairn_setattr sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.valid = CAIRN_SET_ATIME | CAIRN_SET_MTIME;
+	sa.atime = before->atime;
+	sa.mtime = before->mtime;
+	cairn_ramfs_setattr(ns->ram, dir, &sa, NULL, NULL);
+}
+
 /*
  * A regular file's copy without ns->lock, so one large copy-up stalls nothing
  * but the users of this file. The copy is made as a file with no name (as
@@ -27,7 +41,7 @@ int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls)
 static int copy_file_unlocked(struct cairn_ns *ns, struct ns_node *n, const struct cairn_stat *ls,
 			      uint64_t keep, struct cairn_stat *st)
 {
-	struct cairn_stat named;
+	struct cairn_stat named, pst;
 	struct cairn_setattr sa;
 	int rc = cairn_ramfs_tmpfile(ns->ram, n->parent->upper, ls->mode & 07777, NULL, st);
 
@@ -41,10 +55,13 @@ static int copy_file_unlocked(struct cairn_ns *ns, struct ns_node *n, const stru
 	pthread_mutex_lock(&ns->lock);
 	/* The name as it is now; it is the one the copy must take. */
 	if (!rc)
+		rc = cairn_ramfs_getattr(ns->ram, n->parent->upper, &pst);
+	if (!rc)
 		rc = cairn_ramfs_link(ns->ram, st->ino, n->parent->upper, n->name, n->name_len,
 				      &named);
 	if (!rc) {
 		cairn_ramfs_forget(ns->ram, named.ino, 1);
+		keep_dir_times(ns, n->parent->upper, &pst);
 		/* Naming it moved the ctime: the image's stays, as for other copies. */
 		memset(&sa, 0, sizeof(sa));
 		sa.valid = CAIRN_SET_CTIME;
@@ -64,7 +81,7 @@ static int copy_file_unlocked(struct cairn_ns *ns, struct ns_node *n, const stru
 
 int ns_copy_up(struct cairn_ns *ns, struct ns_node *n, uint64_t keep, int may_unlock)
 {
-	struct cairn_stat st, ls;
+	struct cairn_stat st, ls, pst;
 	int rc;
 
 	for (;;) {
@@ -85,11 +102,16 @@ int ns_copy_up(struct cairn_ns *ns, struct ns_node *n, uint64_t keep, int may_un
 	if (rc)
 		return rc;
 	ls.ino = n->lower;
-	if (may_unlock && S_ISREG(ls.mode))
+	if (may_unlock && S_ISREG(ls.mode)) {
 		rc = copy_file_unlocked(ns, n, &ls, keep, &st);
-	else
-		rc = ns_copy_object(ns, n->lower, n->parent->upper, n->name, n->name_len, keep,
-				    &st);
+	} else {
+		rc = cairn_ramfs_getattr(ns->ram, n->parent->upper, &pst);
+		if (!rc)
+			rc = ns_copy_object(ns, n->lower, n->parent->upper, n->name, n->name_len,
+					    keep, &st);
+		if (!rc)
+			keep_dir_times(ns, n->parent->upper, &pst);
+	}
 	if (rc == -EEXIST)
 		rc = -ESTALE; /* the name now holds something else (a whiteout after unlink) */
 	if (rc)

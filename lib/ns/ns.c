@@ -24,7 +24,6 @@
 #include <unistd.h>
 #include "ns_internal.h"
 
-#define NAME_MAX_LEN 255
 
 /* ---- small helpers ---- */
 
@@ -88,11 +87,24 @@ static void fill_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_e
 
 int ns_check_name(const char *name, size_t len)
 {
-	if (len > NAME_MAX_LEN)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	if (!len || memchr(name, '/', len))
 		return -EINVAL;
 	return 0;
+}
+
+/* The inode number users see for a RAM inode no image object is merged with:
+ * the image's for a copy-up (its origin), else the RAM number past the image's. */
+uint64_t ns_upper_st_ino(struct cairn_ns *ns, cairn_ino_t up)
+{
+	uint64_t origin;
+
+	if (ns->img && ns->overlay &&
+	    cairn_ramfs_getxattr(ns->ram, up, NS_XATTR_ORIGIN, &origin, sizeof(origin)) ==
+		    sizeof(origin))
+		return origin;
+	return up + ns->ino_offset;
 }
 
 /* Make a node for a looked-up or created object, or find the one standing for it.
@@ -128,14 +140,7 @@ static int get_node(struct cairn_ns *ns, struct ns_node *parent, const char *nam
 		n->has_upper = 1;
 	}
 	n->tmp = parent->tmp || (up && ns_is_tmp_root(ns, up->ino));
-	n->st_ino = has_lower ? lower : up->ino + ns->ino_offset;
-	if (!has_lower && ns->img && ns->overlay) {
-		uint64_t origin;
-
-		if (cairn_ramfs_getxattr(ns->ram, up->ino, NS_XATTR_ORIGIN, &origin,
-					 sizeof(origin)) == sizeof(origin))
-			n->st_ino = origin;
-	}
+	n->st_ino = has_lower ? lower : ns_upper_st_ino(ns, up->ino);
 	ns_node_add(ns, n, share_lower);
 	*out = n;
 	return 0;
@@ -166,7 +171,7 @@ int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t 
 	int rc, have_low, share;
 
 	memset(e, 0, sizeof(*e));
-	if (len > NAME_MAX_LEN)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_mutex_lock(&ns->lock);
 	d = ns_node_get(ns, dir);
@@ -678,7 +683,7 @@ int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out)
 	out->block_size = 4096;
 	out->blocks = (info.image_size + 4095) / 4096;
 	out->files = info.inode_count;
-	out->name_max = NAME_MAX_LEN;
+	out->name_max = CAIRN_NAME_MAX;
 	return 0;
 }
 

@@ -154,6 +154,9 @@ static inline int ns_writable(const struct cairn_ns *ns, const struct ns_node *n
 	return ns->overlay || n->tmp;
 }
 int ns_is_tmp_root(const struct cairn_ns *ns, cairn_ino_t upper);
+/* The inode number users see for a RAM inode no image object is merged with:
+ * the image's for a copy-up (its origin), else the RAM number past the image's. */
+uint64_t ns_upper_st_ino(struct cairn_ns *ns, cairn_ino_t up);
 /* -ENAMETOOLONG, or -EINVAL for an empty name or one holding '/'. */
 int ns_check_name(const char *name, size_t len);
 /* Make n changeable: -EROFS where the namespace is read-only, else copy it up

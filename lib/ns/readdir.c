@@ -35,7 +35,7 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 		}
 		for (ssize_t i = 0; i < n && !stop; i++) {
 			struct cairn_dirent *de = &e[i];
-			uint64_t ino = de->ino + ns->ino_offset;
+			uint64_t ino;
 			struct ns_node *nd;
 
 			if (de->dtype == DT_CHR) {
@@ -47,9 +47,10 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 			}
 			pthread_mutex_lock(&ns->lock);
 			nd = ns_table_find_upper(ns, de->ino);
-			if (nd)
-				ino = nd->st_ino;
+			ino = nd ? nd->st_ino : 0;
 			pthread_mutex_unlock(&ns->lock);
+			if (!ino) /* the number a lookup would give it */
+				ino = ns_upper_st_ino(ns, de->ino);
 			stop = cb(ctx, de->name, de->name_len, ino, de->dtype, de->next);
 		}
 		if (n)

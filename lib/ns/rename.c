@@ -18,6 +18,17 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
+/* Does the entry show a directory of the image? A directory made where an image
+ * entry was deleted is opaque: it is the RAM layer's alone. */
+static int entry_lower_dir(struct cairn_ns *ns, const struct ns_mentry *m)
+{
+	int hu, hl;
+	cairn_ino_t u, l;
+
+	ns_entry_dir_layers(ns, m, &hu, &u, &hl, &l);
+	return S_ISDIR(ns_entry_mode(m)) && hl;
+}
+
 /* Copy up the image object a merged entry names, so it can move. */
 static int copy_up_entry(struct cairn_ns *ns, struct ns_node *d, const char *name, size_t len,
 			 struct ns_mentry *m)
@@ -125,10 +136,7 @@ static int do_rename(struct cairn_ns *ns, struct ns_node *od, const char *oname,
 		return -ENOENT;
 	}
 	/* Directories from the image do not move (overlayfs without redirect_dir). */
-	if (S_ISDIR(ns_entry_mode(&src)) && src.in_lower && !src.whiteout)
-		return -EXDEV;
-	if ((flags & RENAME_EXCHANGE) && S_ISDIR(ns_entry_mode(&dst)) && dst.in_lower &&
-	    !dst.whiteout)
+	if (entry_lower_dir(ns, &src) || ((flags & RENAME_EXCHANGE) && entry_lower_dir(ns, &dst)))
 		return -EXDEV;
 	src_had_lower = src.in_lower && !src.whiteout;
 	rc = copy_up_entry(ns, od, oname, olen, &src);

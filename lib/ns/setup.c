@@ -62,7 +62,7 @@ static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
 			break;
 		if ((len == 1 && path[s] == '.') || (len == 2 && !memcmp(path + s, "..", 2)))
 			return -EINVAL;
-		if (len > 255)
+		if (len > CAIRN_NAME_MAX)
 			return -ENAMETOOLONG;
 		{
 			size_t j = i;

@@ -501,7 +501,7 @@ int cairn_ramfs_statfs(struct cairn_ramfs *fs, struct cairn_statfs *out)
 
 	memset(out, 0, sizeof(*out));
 	out->block_size = bs;
-	out->name_max = CAIRN_RAMFS_NAME_MAX;
+	out->name_max = CAIRN_NAME_MAX;
 	if (fs->size_limit) {
 		out->blocks = fs->size_limit / bs;
 		out->blocks_free = used >= fs->size_limit ? 0 : (fs->size_limit - used) / bs;

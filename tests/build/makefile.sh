@@ -37,6 +37,9 @@ for var in STD_CFLAGS WARN; do
     fail "make -n -f fuzz/Makefile"
   line=$(joined "$WORK/fuzz.log" | grep -- '-c lib/util/error.c')
   for f in $flags; do
+    # -Werror comes from WERROR=1 on the command line, which the fuzz make above
+    # does not get (MAKEFLAGS is dropped so it reads its own defaults).
+    [ "$f" = -Werror ] && continue
     case " $line " in *" $f "*) ;; *) fail "fuzz/Makefile compiles without $f ($var)" ;; esac
   done
 done

@@ -11,6 +11,8 @@
 const char cli_image_opts_help[] =
 	"image access options:\n"
 	"  --cache-size SIZE  segment cache budget (default 64M; 0 disables caching)\n"
+	"  --chunk-cache SIZE compressed images: decompressed-chunk cache budget\n"
+	"                     (default 32M)\n"
 	"  --segment SIZE     cache segment size, a power of two from 512 to 64M (default 128K)\n"
 	"  --max-io SIZE      largest device request (default 1M)\n"
 	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
@@ -175,6 +177,10 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 		if (size_arg(opt, val, &v))
 			return -1;
 		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
+	} else if (!strcmp(opt, "--chunk-cache")) {
+		if (size_arg(opt, val, &v))
+			return -1;
+		o->open.chunk_cache = v ? (size_t)v : 1; /* 0: keep nothing unused */
 	} else if (!strcmp(opt, "--segment")) {
 		if (size_arg(opt, val, &v))
 			return -1;
@@ -261,6 +267,7 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 	struct cairn_cache_stats cs;
 	struct cairn_qcow2_stats qs;
 	struct cairn_verify_stats vs;
+	struct cairn_chunk_cache_stats zs;
 	uint64_t lookups;
 
 	if (!o->print_stats || !img)
@@ -279,6 +286,12 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 	if (cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs) == 0)
 		fprintf(stderr, "verify: %" PRIu64 " granules (%" PRIu64 " bytes) hashed, %" PRIu64
 			" mismatches\n", vs.granules, vs.bytes, vs.mismatches);
+	if (cairn_image_chunk_cache_stats(img, &zs) == 0)
+		fprintf(stderr, "chunks: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+			" waits, %" PRIu64 " read ahead, %" PRIu64 " evictions, %" PRIu64
+			" bytes decompressed, %" PRIu64 " resident bytes\n", zs.hits, zs.misses,
+			zs.waits, zs.readahead, zs.evictions, zs.decompressed_bytes,
+			zs.resident_bytes);
 	if (cairn_bdev_qcow2_stats(cairn_cache_bdev(cairn_image_cache(img)), &qs) == 0)
 		fprintf(stderr, "qcow2: L2 %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 			" evictions, %" PRIu64 " table reads; %" PRIu64 " data requests, %" PRIu64

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <cairn/format.h>
 #include "cli.h"
 
 static void usage(FILE *f)
@@ -43,6 +44,15 @@ static void features(uint32_t compat, uint32_t incompat, char *buf, size_t len)
 		snprintf(buf + n, len - n, "%sverity", n ? "," : "");
 }
 
+static const char *codec_name(const struct cairn_image_info *in)
+{
+	if (!in->chunk_size)
+		return "none";
+	if (in->codec == CAIRN_CODEC_ZSTD)
+		return "zstd";
+	return in->level ? "lz4hc" : "lz4";
+}
+
 static void print_text(const struct cairn_image_info *in, const char *root)
 {
 	char uuid[37], feat[128], t[64];
@@ -71,6 +81,17 @@ static void print_text(const struct cairn_image_info *in, const char *root)
 		printf("hot prefix:    %" PRIu64 " bytes at %" PRIu64 "\n", in->hot_len, in->hot_off);
 	else
 		printf("hot prefix:    none\n");
+	if (!in->chunk_size) {
+		printf("compression:   none\n");
+		return;
+	}
+	printf("compression:   %s,%u, %" PRIu64 " KiB chunks\n", codec_name(in), in->level,
+	       in->chunk_size >> 10);
+	printf("chunks:        %" PRIu64 " (%" PRIu64 " fragments)\n", in->chunk_count,
+	       in->frag_count);
+	printf("stored:        %" PRIu64 " of %" PRIu64 " logical bytes (ratio %.2f)\n",
+	       in->stored_bytes, in->logical_bytes,
+	       in->stored_bytes ? (double)in->logical_bytes / (double)in->stored_bytes : 0.0);
 }
 
 static void print_json(const struct cairn_image_info *in, const char *root)
@@ -86,11 +107,16 @@ static void print_json(const struct cairn_image_info *in, const char *root)
 	       "\"dirent_count\": %" PRIu64 ", \"xattr_count\": %" PRIu64 ", "
 	       "\"extent_count\": %" PRIu64 ", \"meta_off\": %" PRIu64 ", \"meta_len\": %" PRIu64 ", "
 	       "\"blob_len\": %" PRIu64 ", \"data_off\": %" PRIu64 ", \"data_len\": %" PRIu64 ", "
-	       "\"hot_off\": %" PRIu64 ", \"hot_len\": %" PRIu64 "}\n",
+	       "\"hot_off\": %" PRIu64 ", \"hot_len\": %" PRIu64 ", "
+	       "\"codec\": \"%s\", \"level\": %u, \"chunk_size\": %" PRIu64 ", "
+	       "\"chunk_count\": %" PRIu64 ", \"frag_count\": %" PRIu64 ", "
+	       "\"stored_bytes\": %" PRIu64 ", \"logical_bytes\": %" PRIu64 "}\n",
 	       in->version_major, in->version_minor, uuid, root, feat, in->compat, in->incompat,
 	       in->build_time, in->image_size, in->inode_count, in->file_count, in->data_bytes,
 	       in->dirent_count, in->xattr_count, in->extent_count, in->meta_off, in->meta_len,
-	       in->blob_len, in->data_off, in->data_len, in->hot_off, in->hot_len);
+	       in->blob_len, in->data_off, in->data_len, in->hot_off, in->hot_len,
+	       codec_name(in), in->level, in->chunk_size, in->chunk_count, in->frag_count,
+	       in->stored_bytes, in->logical_bytes);
 }
 
 int cmd_info(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cairn/format.h>
 #include <cairn/mkfs.h>
 #include "cli.h"
 
@@ -38,6 +39,14 @@ static const char mkfs_help[] =
 	"                     records of a mount trace); they form the hot prefix\n"
 	"  --allow-empty-glob a manifest glob that matches nothing is not an error\n"
 	"  --force            replace an existing IMAGE that is not a cairn image\n"
+	"  -z ALG[,LEVEL]     compress file data: none (default), lz4, lz4hc or zstd,\n"
+	"                     with the codec's level (lz4hc 3..12, zstd 1..22)\n"
+	"  --chunk-size SIZE  logical chunk size of a compressed image, a power of two\n"
+	"                     from 16K to 1M (default 128K)\n"
+	"  -j N               compress on N threads (default: every online CPU); the\n"
+	"                     image is the same whatever N is\n"
+	"  --no-compress PAT  store the chunks of paths matching PAT raw (patterns as\n"
+	"                     --exclude; repeatable), for data compressed already\n"
 	"  --no-fsync         do not fsync the image before renaming it (faster, unsafe)\n"
 	"  --granule SIZE     bytes per SHA-256 digest of the image (4K..16M, a power\n"
 	"                     of two; default 128K, the reader's cache segment)\n"
@@ -155,21 +164,28 @@ int cmd_mkfs(int argc, char **argv)
 	struct cairn_mkfs_opts o;
 	struct ui ui = { 0, 0, 0, 0 };
 	const char *manifest = NULL, *pos[2];
-	const char **excl = NULL;
-	size_t npos = 0, nexcl = 0;
+	const char **excl = NULL, **nocomp = NULL;
+	size_t npos = 0, nexcl = 0, nnocomp = 0;
 	int rc = CLI_EXIT_USAGE;
 	int64_t v;
 
 	cairn_mkfs_opts_init(&o);
 	excl = calloc((size_t)argc + 1, sizeof(*excl));
-	if (!excl)
+	nocomp = calloc((size_t)argc + 1, sizeof(*nocomp));
+	if (!excl || !nocomp) {
+		free(excl);
+		free(nocomp);
 		return CLI_EXIT_FAIL;
+	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--manifest") || !strcmp(a, "--uid") || !strcmp(a, "--gid") ||
 			    !strcmp(a, "--mtime") || !strcmp(a, "--exclude") || !strcmp(a, "--order") ||
-			    !strcmp(a, "--granule");
+			    !strcmp(a, "--granule") ||
+
+			    !strcmp(a, "-z") || !strcmp(a, "--chunk-size") || !strcmp(a, "-j") ||
+			    !strcmp(a, "--no-compress");
 		if (takes && !val) {
 			cli_err("mkfs", "%s needs a value", a);
 			goto out;
@@ -218,6 +234,30 @@ int cmd_mkfs(int argc, char **argv)
 			excl[nexcl++] = val;
 		} else if (!strcmp(a, "--order")) {
 			o.order_file = val;
+		} else if (!strcmp(a, "-z")) {
+			if (cairn_mkfs_parse_codec(val, &o.codec, &o.level)) {
+				cli_err("mkfs", "-z: bad codec '%s' (none, lz4, lz4hc[,3..12], "
+					"zstd[,1..22])", val);
+				goto out;
+			}
+		} else if (!strcmp(a, "--chunk-size")) {
+			uint64_t cs;
+
+			if (cli_parse_size(val, &cs) || cs < (1u << CAIRN_CHUNK_LOG2_MIN) ||
+			    cs > (1u << CAIRN_CHUNK_LOG2_MAX) || (cs & (cs - 1))) {
+				cli_err("mkfs", "--chunk-size: '%s' is not a power of two from 16K "
+					"to 1M", val);
+				goto out;
+			}
+			o.chunk_log2 = (unsigned)__builtin_ctzll(cs);
+		} else if (!strcmp(a, "-j")) {
+			if (parse_i64(val, 1, &v) || v > 256) {
+				cli_err("mkfs", "-j: bad thread count '%s' (1..256)", val);
+				goto out;
+			}
+			o.threads = (unsigned)v;
+		} else if (!strcmp(a, "--no-compress")) {
+			nocomp[nnocomp++] = val;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("mkfs", "unknown option '%s' (try --help)", a);
 			goto out;
@@ -248,6 +288,8 @@ int cmd_mkfs(int argc, char **argv)
 	o.output = pos[npos - 1];
 	o.excludes = excl;
 	o.exclude_count = nexcl;
+	o.no_compress = nocomp;
+	o.no_compress_count = nnocomp;
 	ui.bar = !ui.quiet && isatty(STDERR_FILENO);
 	o.progress = on_progress;
 	o.scan_progress = on_scan;
@@ -304,9 +346,14 @@ int cmd_mkfs(int argc, char **argv)
 			cairn_digest_format(s.root, d);
 			printf("%s: root digest %s\n", image, d);
 		}
+		if (s.chunks)
+			printf("%s: %" PRIu64 " chunks (%" PRIu64 " fragments, %" PRIu64
+			       " stored raw), %" PRIu64 " bytes stored\n",
+			       image, s.chunks, s.fragments, s.raw_chunks, s.stored_bytes);
 	}
 	cairn_mkfs_free(m);
 out:
 	free(excl);
+	free(nocomp);
 	return rc;
 }

@@ -25,6 +25,7 @@ static const char usage[] =
 	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
 	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
+	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
 	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
@@ -115,6 +116,10 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		if (size_opt(key, val, &v))
 			return -1;
 		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
+	} else if (!strcmp(key, "chunk_cache")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.chunk_cache = v ? (size_t)v : 1; /* 0: keep nothing unused */
 	} else if (!strcmp(key, "segment")) {
 		if (size_opt(key, val, &v))
 			return -1;

@@ -60,7 +60,7 @@ static int run(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("cairn %s\n", CAIRN_VERSION);
+		printf("cairn %s\n", cairn_version());
 		return CLI_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

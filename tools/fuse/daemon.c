@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -86,6 +87,7 @@ static void write_stats(struct cairn_fuse *cf)
 	if (cf->img) {
 		struct cairn_bdev_counters dc;
 		struct cairn_cache_stats cs;
+		struct cairn_chunk_cache_stats zs;
 
 		if (cairn_image_device_counters(cf->img, &dc) == 0) {
 			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
@@ -109,6 +111,13 @@ static void write_stats(struct cairn_fuse *cf)
 			"\ncache_errors %" PRIu64 "\ncache_dropped %" PRIu64 "\n",
 			cs.evictions, cs.resident_bytes, cs.errors, cs.dropped);
 		write_verify_stats(f, cf);
+		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
+			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64
+				"\nchunk_waits %" PRIu64 "\nchunk_readahead %" PRIu64
+				"\nchunk_evictions %" PRIu64
+				"\nchunk_decompressed_bytes %" PRIu64
+				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
+				zs.readahead, zs.evictions, zs.decompressed_bytes, zs.resident_bytes);
 	}
 	if (cf->img)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
@@ -392,7 +401,9 @@ static int load_profile(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 }
 
 /* Traces FILE.trace.PID of learning runs that died before saving (kill -9): no
- * process PID runs any more. Their reads were never joined to the profile. */
+ * run holds one any more. Their reads were never joined to the profile. A live
+ * run holds a lock on its trace (learn_lock): a PID alone cannot tell, since a
+ * killed daemon may stay a zombie where nothing reaps it, and PIDs are reused. */
 static void learn_sweep(const char *dir, const char *base)
 {
 	size_t blen = strlen(base);
@@ -402,20 +413,34 @@ static void learn_sweep(const char *dir, const char *base)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		char *end;
-		long pid;
+		int fd;
 
 		if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, ".trace.", 7))
 			continue;
-		pid = strtol(e->d_name + blen + 7, &end, 10);
-		if (*end || pid <= 0 || pid == (long)getpid() ||
-		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (unlinkat(dirfd(d), e->d_name, 0)) {
-			/* someone else's, or gone already: leave it */
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone already, or not ours to read */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlinkat(dirfd(d), e->d_name, 0)) {
+			/* someone else's directory entry: leave it */
 		}
+		close(fd);
 	}
 	closedir(d);
+}
+
+/* Holds a lock on this run's trace for the daemon's life, so a sweep by another
+ * learning run leaves it alone (the descriptor is never closed: exit drops it). */
+static int learn_lock(const char *trace)
+{
+	int fd = open(trace, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+		errf("%s: cannot lock this run's trace: %s", trace, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return 0;
 }
 
 /* learn=FILE: the profile and this run's trace beside it, as absolute paths (the
@@ -581,6 +606,8 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 			errf("%s: %s", t, cairn_strerror(rc));
 			return -1;
 		}
+		if (cf->learn_trace && !o->trace_file && learn_lock(cf->learn_trace))
+			return -1;
 	}
 	return 0;
 }

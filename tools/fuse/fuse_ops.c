@@ -565,10 +565,10 @@ static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino,
 		       uint64_t next)
 {
 	struct dir_fill *d = ctx;
-	char cname[256];
+	char cname[CAIRN_NAME_MAX + 1];
 	size_t room = d->size - d->used, need;
 
-	if (len > 255)
+	if (len > CAIRN_NAME_MAX)
 		return 0;
 	memcpy(cname, name, len);
 	cname[len] = 0;
@@ -670,7 +670,7 @@ static void cairn_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
 	v.f_files = s.files;
 	v.f_ffree = s.files_free;
 	v.f_favail = s.files_free;
-	v.f_namemax = s.name_max ? s.name_max : 255;
+	v.f_namemax = s.name_max ? s.name_max : CAIRN_NAME_MAX;
 	fuse_reply_statfs(req, &v);
 }
 

@@ -43,8 +43,9 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
 /* The tree: /small (inline), /big (300 KiB), /dir/mid (9000 B), /dir/sub/deep,
  * /sparse (1 MiB with two data runs), /link -> dir/mid, /hard = /big's twin
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
- * malloc'd image; *len its size. */
-static inline uint8_t *hostile_build(size_t *len)
+ * malloc'd image; *len its size. With a codec the image is compressed in
+ * chunks of 2^chunk_log2 bytes (0: the default). */
+static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
 {
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
 	struct cairn_mkfs_opts o;
@@ -81,6 +82,8 @@ static inline uint8_t *hostile_build(size_t *len)
 	cairn_mkfs_opts_init(&o);
 	o.set_mtime = 1;
 	o.mtime = 1000;
+	o.codec = codec;
+	o.chunk_log2 = chunk_log2;
 	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
 		abort();
 	fd = memfd_create("hostile-image", MFD_CLOEXEC);
@@ -105,6 +108,11 @@ static inline uint8_t *hostile_build(size_t *len)
 	rmdir(dir);
 #undef P
 	return buf;
+}
+
+static inline uint8_t *hostile_build(size_t *len)
+{
+	return hostile_build_ex(len, CAIRN_MKFS_NONE, 0);
 }
 
 /* mem -> [fault] -> cache -> image over buf (not copied: keep it alive).

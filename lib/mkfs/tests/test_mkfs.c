@@ -85,7 +85,7 @@ static void img_check_super(struct img *im)
 	uint64_t h = s.super_hash;
 
 	assert_memory_equal(s.magic, CAIRN_MAGIC_BYTES, 8);
-	assert_int_equal(s.version_major, CAIRN_VERSION_MAJOR);
+	assert_int_equal(s.version_major, CAIRN_FORMAT_VERSION_MAJOR);
 	assert_int_equal(s.block_size, CAIRN_BLOCK_SIZE);
 	assert_int_equal(s.inode_size, CAIRN_INODE_SIZE);
 	s.super_hash = 0;

@@ -21,6 +21,7 @@
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
 #include <cairn/ns.h>
+#include "fixture.h"
 
 struct fixture {
 	char dir[64];
@@ -53,9 +54,6 @@ static void mk(const char *dir, const char *rel)
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct cairn_mkfs_opts mo;
-	struct cairn_mkfs *m;
-	struct cairn_open_opts oo;
 	char src[128], a[256], b[256];
 
 	strcpy(fx->dir, "/tmp/cairn-ns-test.XXXXXX");
@@ -79,15 +77,8 @@ static int setup(void **state)
 	snprintf(a, sizeof(a), "%s/link", src);
 	assert_int_equal(symlink("etc/motd", a), 0);
 
-	cairn_mkfs_opts_init(&mo);
-	mo.no_fsync = 1;
-	assert_int_equal(cairn_mkfs_new(&mo, &m), 0);
-	assert_int_equal(cairn_mkfs_add_tree(m, "/", src), 0);
 	snprintf(fx->img_path, sizeof(fx->img_path), "%s/img", fx->dir);
-	assert_int_equal(cairn_mkfs_write_path(m, fx->img_path), 0);
-	cairn_mkfs_free(m);
-	memset(&oo, 0, sizeof(oo));
-	assert_int_equal(cairn_image_open_path(fx->img_path, &oo, &fx->img), 0);
+	fx->img = t_pack(src, fx->img_path);
 	*state = fx;
 	return 0;
 }
@@ -95,13 +86,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[128];
 
 	cairn_image_close(fx->img);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
-	if (system(cmd)) {
-		/* left behind in /tmp; harmless */
-	}
+	t_remove_tree(fx->dir);
 	free(fx);
 	return 0;
 }

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compressed files (CAIRN_INCOMPAT_CHUNKED, docs/FORMAT.md "Compression"): the
+ * chunk table, the checks of a chunk map, and reads through the
+ * decompressed-chunk cache (zcache.c).
+ *
+ * Trust model as in reader.c: every chunk record is checked when it is loaded
+ * (codec, lengths, bounds in the data region), and its uncompressed length
+ * against what the file needs there before it is used. Decompression writes into
+ * a buffer of exactly that length, and a chunk that does not decode to exactly
+ * that length is corrupt, so a bomb or a codec error costs at most one chunk
+ * size of memory and gives -CAIRN_ECORRUPT.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <lz4.h>
+#include <zstd.h>
+#include <cairn/cache.h>
+#include <cairn/error.h>
+#include "image_int.h"
+#include "zcache.h"
+
+int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_rchunk *c)
+{
+	struct cairn_disk_chunk d;
+	unsigned long long n = idx;
+	uint32_t info;
+	int rc;
+
+	if (idx >= img->chunk_count)
+		return cairn_image_corrupt(img, "chunk %llu past the chunk table", n);
+	rc = cairn_image_meta_read(img, &d, sizeof(d), img->chunk_off + idx * CAIRN_CHUNK_SIZE);
+	if (rc)
+		return rc;
+	info = cairn_le32(d.info);
+	c->disk_off = cairn_le64(d.disk_off);
+	c->stored_len = cairn_le32(d.stored_len);
+	c->ulen = CAIRN_CHUNK_ULEN(info);
+	c->codec = CAIRN_CHUNK_CODEC(info);
+	if (c->codec > CAIRN_CODEC_MAX)
+		return cairn_image_corrupt(img, "chunk %llu: unknown codec %u", n, c->codec);
+	if (c->ulen == 0 || c->ulen > img->chunk_size)
+		return cairn_image_corrupt(img, "chunk %llu: length %u not in 1..%llu", n, c->ulen,
+					   (unsigned long long)img->chunk_size);
+	if (c->codec == CAIRN_CODEC_ZERO) {
+		if (c->disk_off || c->stored_len)
+			return cairn_image_corrupt(img, "chunk %llu: zero chunk with stored bytes", n);
+		return 0;
+	}
+	if (c->codec == CAIRN_CODEC_RAW ? c->stored_len != c->ulen
+					: c->stored_len == 0 || c->stored_len >= c->ulen)
+		return cairn_image_corrupt(img, "chunk %llu: stored length %u does not fit length %u",
+					   n, c->stored_len, c->ulen);
+	if (c->disk_off < img->data_off || !cairn_add_ok(c->disk_off, c->stored_len, img->data_end))
+		return cairn_image_corrupt(img, "chunk %llu: %llu+%u outside the data region", n,
+					   (unsigned long long)c->disk_off, c->stored_len);
+	return 0;
+}
+
+/* Bytes of r held by its own chunks (the rest, if any, is the tail in a fragment). */
+static uint64_t own_bytes(const struct cairn_image *img, const struct cairn_rinode *r)
+{
+	uint64_t covered = r->data_count << img->chunk_log2;
+
+	return covered < r->size ? covered : r->size;
+}
+
+int cairn_image_chunked_ok(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r)
+{
+	unsigned long long n = ino;
+
+	if (!(img->incompat & CAIRN_INCOMPAT_CHUNKED))
+		return cairn_image_corrupt(img, "inode %llu: chunked without the feature", n);
+	if (r->flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS))
+		return cairn_image_corrupt(img, "inode %llu: chunked and inline or extents", n);
+	if (!cairn_add_ok(r->data_ref, r->data_count, img->chunk_count))
+		return cairn_image_corrupt(img, "inode %llu: chunks %llu+%llu past the chunk table", n,
+					   (unsigned long long)r->data_ref,
+					   (unsigned long long)r->data_count);
+	/* Every own chunk but the last is full, the last holds at least one byte,
+	 * and a tail past them is shorter than a chunk. */
+	if (r->data_count > (r->size >> img->chunk_log2) + 1 ||
+	    (r->data_count && (r->data_count - 1) << img->chunk_log2 >= r->size))
+		return cairn_image_corrupt(img, "inode %llu: %llu chunks for %llu bytes", n,
+					   (unsigned long long)r->data_count,
+					   (unsigned long long)r->size);
+	if (r->size - own_bytes(img, r) >= img->chunk_size)
+		return cairn_image_corrupt(img, "inode %llu: tail longer than a chunk", n);
+	if (r->size > own_bytes(img, r) ? r->frag_ref >= img->chunk_count
+					: r->frag_ref || r->frag_off)
+		return cairn_image_corrupt(img, "inode %llu: bad fragment reference %llu", n,
+					   (unsigned long long)r->frag_ref);
+	return 0;
+}
+
+int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+			 uint64_t *idx, uint64_t *start, struct cairn_rchunk *c)
+{
+	uint64_t own = own_bytes(img, r), want;
+	int rc;
+
+	if (off < own) {
+		uint64_t j = off >> img->chunk_log2;
+
+		*idx = r->data_ref + j;
+		*start = j << img->chunk_log2;
+		want = own - *start < img->chunk_size ? own - *start : img->chunk_size;
+		rc = cairn_image_chunk_load(img, *idx, c);
+		if (!rc && c->ulen != want)
+			rc = cairn_image_corrupt(img, "chunk %llu: length %u, the file needs %llu",
+						 (unsigned long long)*idx, c->ulen,
+						 (unsigned long long)want);
+		return rc;
+	}
+	*idx = r->frag_ref;
+	*start = own;
+	rc = cairn_image_chunk_load(img, *idx, c);
+	if (!rc && !cairn_add_ok(r->frag_off, r->size - own, c->ulen))
+		rc = cairn_image_corrupt(img, "fragment %llu: tail %u+%llu past its length %u",
+					 (unsigned long long)*idx, r->frag_off,
+					 (unsigned long long)(r->size - own), c->ulen);
+	return rc;
+}
+
+static ZSTD_DCtx *dctx_get(struct cairn_image *img)
+{
+	ZSTD_DCtx *d = NULL;
+
+	pthread_mutex_lock(&img->dctx_lock);
+	if (img->ndctx)
+		d = img->dctx[--img->ndctx];
+	pthread_mutex_unlock(&img->dctx_lock);
+	return d ? d : ZSTD_createDCtx();
+}
+
+static void dctx_put(struct cairn_image *img, ZSTD_DCtx *d)
+{
+	pthread_mutex_lock(&img->dctx_lock);
+	if (img->ndctx < CAIRN_DCTX_POOL) {
+		img->dctx[img->ndctx++] = d;
+		d = NULL;
+	}
+	pthread_mutex_unlock(&img->dctx_lock);
+	ZSTD_freeDCtx(d);
+}
+
+
+static int decompress(struct cairn_image *img, const struct cairn_rchunk *c, const void *src,
+		      void *dst)
+{
+	if (c->codec == CAIRN_CODEC_ZSTD) {
+		ZSTD_DCtx *d = dctx_get(img);
+		size_t n;
+
+		if (!d)
+			return -ENOMEM;
+		n = ZSTD_decompressDCtx(d, dst, c->ulen, src, c->stored_len);
+		dctx_put(img, d);
+		return !ZSTD_isError(n) && n == c->ulen ? 0 : -CAIRN_ECORRUPT;
+	}
+	if (c->codec == CAIRN_CODEC_LZ4) {
+		int n = LZ4_decompress_safe(src, dst, (int)c->stored_len, (int)c->ulen);
+
+		return n >= 0 && (uint32_t)n == c->ulen ? 0 : -CAIRN_ECORRUPT;
+	}
+	return -CAIRN_ECORRUPT; /* RAW and ZERO are never decompressed */
+}
+
+static int decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+		  const struct cairn_cache_hint *hint, void *buf)
+{
+	void *src = malloc(c->stored_len); /* < ulen <= chunk size: checked at load */
+	int rc;
+
+	if (!src)
+		return -ENOMEM;
+	rc = cairn_image_dev_read(img, src, c->stored_len, c->disk_off, hint);
+	if (!rc)
+		rc = decompress(img, c, src, buf);
+	if (rc == -CAIRN_ECORRUPT)
+		rc = cairn_image_corrupt(img, "chunk %llu: does not decompress to %u bytes",
+					 (unsigned long long)idx, c->ulen);
+	free(src);
+	return rc;
+}
+
+int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+			     void *buf)
+{
+	struct cairn_cache_hint hint = { c->disk_off, c->disk_off + c->stored_len };
+
+	if (c->codec == CAIRN_CODEC_ZERO) {
+		memset(buf, 0, c->ulen);
+		return 0;
+	}
+	if (c->codec == CAIRN_CODEC_RAW)
+		return cairn_image_dev_read(img, buf, c->ulen, c->disk_off, &hint);
+	return decode(img, idx, c, &hint, buf);
+}
+
+struct load_ctx {
+	struct cairn_image *img;
+	const struct cairn_rchunk *c;
+	const struct cairn_cache_hint *hint;
+};
+
+static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len)
+{
+	struct load_ctx *l = ctx;
+
+	return decode(l->img, key, l->c, l->hint, buf);
+}
+
+/* The device range of a file's own chunks, from its first and last one, so the
+ * segment cache reads ahead to the file's end and fetches a small rest whole
+ * (chunks of a file sit back to back; hot ranges make this approximate, as for
+ * extents). */
+static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
+		      struct cairn_cache_hint *h)
+{
+	struct cairn_rchunk a, b;
+
+	h->lo = h->hi = 0;
+	if (!r->data_count || cairn_image_chunk_load(img, r->data_ref, &a) ||
+	    cairn_image_chunk_load(img, r->data_ref + r->data_count - 1, &b) ||
+	    a.codec == CAIRN_CODEC_ZERO || b.codec == CAIRN_CODEC_ZERO)
+		return;
+	h->lo = a.disk_off < b.disk_off ? a.disk_off : b.disk_off;
+	h->hi = a.disk_off + a.stored_len > b.disk_off + b.stored_len ? a.disk_off + a.stored_len
+								      : b.disk_off + b.stored_len;
+}
+
+/* ---- read-ahead ----
+ *
+ * A read that ends at the end of a compressed chunk of a file is most likely
+ * followed by one of the next chunks (sequential reads, the page-cache push of
+ * -o prefetch walking a hot range), so they are queued for one worker thread, which decompresses them into the chunk cache while the reader returns
+ * its data: a cold sequential read keeps both cores busy. A full queue drops
+ * the request; a chunk cached or being loaded already is skipped.
+ */
+#define AHEAD_QUEUE 16
+
+struct zahead_item {
+	uint64_t idx;
+	struct cairn_rchunk c;
+	struct cairn_cache_hint hint;
+};
+
+struct cairn_zahead {
+	struct cairn_image *img;
+	pthread_mutex_t lock;
+	pthread_cond_t work, idle;
+	struct zahead_item q[AHEAD_QUEUE];
+	unsigned head, n;
+	int started, stop, busy;
+	pthread_t tid;
+};
+
+static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len);
+
+static void *ahead_main(void *arg)
+{
+	struct cairn_zahead *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		struct zahead_item it;
+
+		while (!a->n && !a->stop)
+			pthread_cond_wait(&a->work, &a->lock);
+		if (a->stop)
+			break;
+		it = a->q[a->head];
+		a->head = (a->head + 1) % AHEAD_QUEUE;
+		a->n--;
+		a->busy = 1;
+		pthread_mutex_unlock(&a->lock);
+		{
+			struct load_ctx l = { a->img, &it.c, &it.hint };
+
+			/* A failure is the demand reader's to see and report. */
+			(void)cairn_zcache_prefetch(a->img->zc, it.idx, it.c.ulen, load_chunk, &l);
+		}
+		pthread_mutex_lock(&a->lock);
+		a->busy = 0;
+		if (!a->n)
+			pthread_cond_broadcast(&a->idle);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+int cairn_image_chunk_init(struct cairn_image *img)
+{
+	struct cairn_zahead *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->img = img;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->work, NULL);
+	pthread_cond_init(&a->idle, NULL);
+	img->ahead = a;
+	return 0;
+}
+
+void cairn_image_chunk_fini(struct cairn_image *img)
+{
+	struct cairn_zahead *a = img->ahead;
+
+	if (a) {
+		pthread_mutex_lock(&a->lock);
+		a->stop = 1;
+		pthread_cond_signal(&a->work);
+		pthread_mutex_unlock(&a->lock);
+		if (a->started)
+			pthread_join(a->tid, NULL);
+		pthread_cond_destroy(&a->idle);
+		pthread_cond_destroy(&a->work);
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		img->ahead = NULL;
+	}
+	while (img->ndctx)
+		ZSTD_freeDCtx(img->dctx[--img->ndctx]);
+}
+
+void cairn_image_chunk_drain(struct cairn_image *img)
+{
+	struct cairn_zahead *a = img->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	while (a->n || a->busy)
+		pthread_cond_wait(&a->idle, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void ahead_queue(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+			const struct cairn_cache_hint *hint)
+{
+	struct cairn_zahead *a = img->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	if (!a->started && !a->stop)
+		a->started = pthread_create(&a->tid, NULL, ahead_main, a) == 0 ? 1 : -1;
+	if (a->started == 1 && a->n < AHEAD_QUEUE) {
+		a->q[(a->head + a->n) % AHEAD_QUEUE] = (struct zahead_item){ idx, *c, *hint };
+		a->n++;
+		pthread_cond_signal(&a->work);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* After a read of len bytes that ended at the end of own chunk j: queue the
+ * chunks a read as long as this one will need next (at least one, at most
+ * AHEAD_MAX), so the worker stays ahead of a reader of 1 MiB requests. */
+#define AHEAD_MAX (AHEAD_QUEUE / 2)
+static void read_ahead(struct cairn_image *img, const struct cairn_rinode *r, uint64_t start,
+		       size_t len, const struct cairn_cache_hint *hint)
+{
+	uint64_t want = len >> img->chunk_log2, next = start + img->chunk_size;
+
+	want = want < 1 ? 1 : want > AHEAD_MAX ? AHEAD_MAX : want;
+	for (; want-- && next < own_bytes(img, r); next += img->chunk_size) {
+		struct cairn_rchunk c;
+		uint64_t idx, at;
+
+		if (cairn_image_chunk_at(img, r, next, &idx, &at, &c))
+			return;
+		if (c.codec == CAIRN_CODEC_ZSTD || c.codec == CAIRN_CODEC_LZ4)
+			ahead_queue(img, idx, &c, hint);
+	}
+}
+
+/* n bytes at offset coff of chunk idx's content into buf. */
+static int read_piece(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+		      const struct cairn_cache_hint *hint, char *buf, size_t n, uint64_t coff)
+{
+	struct load_ctx l = { img, c, hint };
+	struct cairn_zentry *e;
+	const void *data;
+	int rc;
+
+	if (c->codec == CAIRN_CODEC_ZERO) {
+		memset(buf, 0, n);
+		return 0;
+	}
+	if (c->codec == CAIRN_CODEC_RAW) /* the segment cache holds it as it is */
+		return cairn_image_dev_read(img, buf, n, c->disk_off + coff, hint);
+	rc = cairn_zcache_get(img->zc, idx, c->ulen, load_chunk, &l, &e, &data);
+	if (rc == -CAIRN_ECORRUPT && !cairn_image_corruption(img))
+		rc = cairn_image_corrupt(img, "chunk %llu: cached with another length",
+					 (unsigned long long)idx);
+	if (rc)
+		return rc;
+	memcpy(buf, (const char *)data + coff, n);
+	cairn_zcache_put(img->zc, e);
+	return 0;
+}
+
+int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
+			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off)
+{
+	struct cairn_cache_hint fh, ch;
+	uint64_t pos = off, end = off + len;
+	int have_fh = 0;
+
+	(void)ino;
+	while (pos < end) {
+		struct cairn_rchunk c;
+		uint64_t idx, start, coff, n;
+		int rc = cairn_image_chunk_at(img, r, pos, &idx, &start, &c);
+
+		if (rc)
+			return rc;
+		coff = pos - start;
+		if (start < own_bytes(img, r)) {
+			if (!have_fh) {
+				file_hint(img, r, &fh);
+				have_fh = 1;
+			}
+			ch = fh;
+		} else { /* the tail: its fragment is read whole */
+			coff += r->frag_off;
+			ch.lo = c.disk_off;
+			ch.hi = c.disk_off + c.stored_len;
+		}
+		n = c.ulen - coff;
+		if (n > end - pos)
+			n = end - pos;
+		rc = read_piece(img, idx, &c, &ch, buf + (pos - off), (size_t)n, coff);
+		if (rc)
+			return rc;
+		pos += n;
+		if (pos == end && coff + n == c.ulen && start < own_bytes(img, r))
+			read_ahead(img, r, start, len, &ch);
+	}
+	return 0;
+}
+
+int64_t cairn_image_lseek_chunked(struct cairn_image *img, const struct cairn_rinode *r,
+				  uint64_t off, int whence)
+{
+	/* Zero chunks are holes; everything else, the tail included, is data. The
+	 * walk is bounded by the file's chunk count (checked against the table). */
+	for (uint64_t pos = off; pos < r->size;) {
+		struct cairn_rchunk c;
+		uint64_t idx, start;
+		int rc = cairn_image_chunk_at(img, r, pos, &idx, &start, &c);
+
+		if (rc)
+			return rc;
+		if ((c.codec == CAIRN_CODEC_ZERO) == (whence == SEEK_HOLE))
+			return (int64_t)pos;
+		pos = start >= own_bytes(img, r) ? r->size : start + c.ulen;
+	}
+	return whence == SEEK_DATA ? -ENXIO : (int64_t)r->size;
+}
+
+void cairn_image_chunked_extent(struct cairn_image *img, const struct cairn_rinode *r,
+				uint64_t *lo, uint64_t *hi)
+{
+	struct cairn_cache_hint h;
+
+	file_hint(img, r, &h);
+	if (h.hi <= h.lo && r->size > own_bytes(img, r)) { /* all in a fragment */
+		struct cairn_rchunk c;
+
+		if (!cairn_image_chunk_load(img, r->frag_ref, &c) && c.codec != CAIRN_CODEC_ZERO) {
+			h.lo = c.disk_off;
+			h.hi = c.disk_off + c.stored_len;
+		}
+	}
+	*lo = h.lo;
+	*hi = h.hi;
+}
+
+int cairn_image_chunked_ranges(struct cairn_image *img, const struct cairn_rinode *r,
+			       cairn_chunk_range_cb fn, void *ctx)
+{
+	for (uint64_t pos = 0; pos < r->size;) {
+		struct cairn_rchunk c;
+		uint64_t idx, start, len;
+		int rc = cairn_image_chunk_at(img, r, pos, &idx, &start, &c);
+
+		if (rc)
+			return rc;
+		len = start >= own_bytes(img, r) ? r->size - start : c.ulen;
+		if (c.codec != CAIRN_CODEC_ZERO) {
+			rc = fn(ctx, start, len, c.disk_off, c.stored_len);
+			if (rc)
+				return rc;
+		}
+		pos = start + len;
+	}
+	return 0;
+}

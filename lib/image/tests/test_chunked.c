@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compressed images (CAIRN_INCOMPAT_CHUNKED): round trips under every codec and
+ * several chunk sizes, the decompressed-chunk cache (one decompression per
+ * chunk for a burst of small reads, single-flight across threads, the budget),
+ * the incompat bit a v1.0 reader refuses, and hostile chunk maps: every bad
+ * record gives -CAIRN_ECORRUPT, never a crash, a hang or a large allocation.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <pthread.h>
+#include <cmocka.h>
+#include <zstd.h>
+#include "hostile.h"
+#include "image/image_int.h"
+
+struct built {
+	uint8_t *buf;
+	size_t len;
+};
+
+static struct built build(unsigned codec, unsigned log2)
+{
+	struct built b;
+
+	b.buf = hostile_build_ex(&b.len, codec, log2);
+	return b;
+}
+
+static struct cairn_image *open_buf(const struct built *b)
+{
+	struct cairn_image *img = NULL;
+
+	assert_int_equal(hostile_open(b->buf, b->len, NULL, NULL, NULL, &img), 0);
+	return img;
+}
+
+static cairn_ino_t ino_of(struct cairn_image *img, const char *path)
+{
+	cairn_ino_t ino = 0;
+
+	assert_int_equal(cairn_image_resolve(img, path, 1, &ino), 0);
+	return ino;
+}
+
+/* The whole file matches hostile_write(len, salt). */
+static void check_file(struct cairn_image *img, const char *path, size_t len, unsigned salt)
+{
+	unsigned char *got = malloc(len + 1);
+	ssize_t n;
+
+	assert_non_null(got);
+	n = cairn_image_read(img, ino_of(img, path), got, len + 1, 0);
+	assert_int_equal(n, (ssize_t)len);
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != hostile_byte(i, salt))
+			fail_msg("%s: byte %zu differs", path, i);
+	free(got);
+}
+
+static void check_sparse(struct cairn_image *img)
+{
+	cairn_ino_t ino = ino_of(img, "/sparse");
+	char buf[8];
+	int64_t d;
+
+	assert_int_equal(cairn_image_read(img, ino, buf, 4, 200000), 4);
+	assert_memory_equal(buf, "data", 4);
+	assert_int_equal(cairn_image_read(img, ino, buf, 4, 900000), 4);
+	assert_memory_equal(buf, "tail", 4);
+	assert_int_equal(cairn_image_read(img, ino, buf, 4, 500000), 4);
+	assert_memory_equal(buf, "\0\0\0\0", 4);
+	/* Zero chunks are holes: data starts in the chunk holding byte 200000. */
+	d = cairn_image_lseek(img, ino, 0, SEEK_DATA);
+	assert_true(d >= 0 && d <= 200000);
+	assert_true(cairn_image_lseek(img, ino, (uint64_t)d, SEEK_HOLE) > 200000);
+	d = cairn_image_lseek(img, ino, 1000000, SEEK_DATA);
+	assert_true(d == -ENXIO || d == 1000000);
+}
+
+static void roundtrip(unsigned codec, unsigned log2)
+{
+	struct built b = build(codec, log2);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_image_info in;
+
+	cairn_image_get_info(img, &in);
+	assert_true(in.incompat & CAIRN_INCOMPAT_CHUNKED);
+	assert_int_equal(in.version_minor, CAIRN_FORMAT_VERSION_MINOR_CHUNKED);
+	assert_int_equal(in.chunk_size, 1u << (log2 ? log2 : CAIRN_MKFS_CHUNK_LOG2_DEFAULT));
+	assert_true(in.stored_bytes > 0 && in.stored_bytes < in.logical_bytes);
+	check_file(img, "/small", 100, 1);
+	check_file(img, "/big", 300 * 1024, 2);
+	check_file(img, "/hard", 300 * 1024, 2);
+	check_file(img, "/dir/mid", 9000, 3);
+	check_file(img, "/dir/sub/deep", 5000, 4);
+	check_sparse(img);
+	assert_int_equal(cairn_image_fsck(img, CAIRN_FSCK_DATA, NULL, NULL), 0);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+static void test_roundtrip_codecs(void **state)
+{
+	(void)state;
+	roundtrip(CAIRN_MKFS_LZ4, 14);
+	roundtrip(CAIRN_MKFS_LZ4HC, 16);
+	roundtrip(CAIRN_MKFS_ZSTD, 0);
+	roundtrip(CAIRN_MKFS_ZSTD, 20);
+}
+
+/* A reader that knows only v1.0's incompat bits (EXTENTS) refuses the image;
+ * an uncompressed one carries no new bit and keeps block 0 past 256 zero. */
+static void test_incompat_bit(void **state)
+{
+	struct built z = build(CAIRN_MKFS_ZSTD, 14), p = build(CAIRN_MKFS_NONE, 0);
+	uint32_t zi = cairn_le32(hostile_super(z.buf)->incompat);
+	uint32_t pi = cairn_le32(hostile_super(p.buf)->incompat);
+
+	(void)state;
+	assert_true(zi & ~CAIRN_INCOMPAT_EXTENTS);
+	assert_int_equal(pi & ~CAIRN_INCOMPAT_EXTENTS, 0);
+	assert_int_equal(cairn_le16(hostile_super(p.buf)->version_minor), 0);
+	/* The compression record's bytes stay zero (the verity record has its own). */
+	for (size_t i = CAIRN_SUPER_SIZE; i < CAIRN_BLOCK_SIZE; i++)
+		if (i < CAIRN_VERITY_SUPER_OFF || i >= CAIRN_VERITY_SUPER_OFF + 128)
+			assert_int_equal(p.buf[i], 0);
+	/* Without the bit, a chunked inode is corrupt, not read as plain data. */
+	hostile_super(z.buf)->incompat = cairn_le32(zi & ~CAIRN_INCOMPAT_CHUNKED);
+	cairn_fixup_checksums(z.buf, z.len);
+	{
+		struct cairn_image *img = open_buf(&z);
+		cairn_ino_t ino;
+		char c;
+
+		assert_int_equal(cairn_image_resolve(img, "/dir", 1, &ino), 0);
+		assert_int_equal(cairn_image_lookup(img, ino, "mid", 3, &ino), 0);
+		assert_int_equal(cairn_image_read(img, ino, &c, 1, 0), -CAIRN_ECORRUPT);
+		cairn_image_close(img);
+	}
+	free(z.buf);
+	free(p.buf);
+}
+
+/* 4 KiB reads over 64 KiB of /big in 16 KiB chunks: each chunk is decompressed
+ * once; the first by the reader, every next one by the read-ahead worker, queued
+ * when a read reaches the end of the chunk before it. */
+static void test_burst_decompresses_once(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t ino = ino_of(img, "/big");
+	char buf[4096];
+
+	(void)state;
+	for (uint64_t off = 0; off < 65536; off += sizeof(buf)) {
+		assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), off), sizeof(buf));
+		cairn_image_chunk_drain(img); /* so the counts do not depend on timing */
+	}
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.readahead, 4); /* chunks 1-3, and 4 after the last read */
+	assert_int_equal(st.hits, 15);
+	assert_int_equal(st.waits, 0);
+	assert_int_equal(st.decompressed_bytes, 5 * 16384);
+	/* Random reads inside chunks queue nothing. */
+	assert_int_equal(cairn_image_read(img, ino, buf, 100, 200000), 100);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 4);
+	assert_int_equal(st.misses, 2);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+struct reader_arg {
+	struct cairn_image *img;
+	cairn_ino_t ino;
+	pthread_barrier_t *go;
+	int rc;
+};
+
+static void *reader(void *p)
+{
+	struct reader_arg *a = p;
+	char buf[512];
+
+	pthread_barrier_wait(a->go);
+	a->rc = (int)cairn_image_read(a->img, a->ino, buf, sizeof(buf), 70000);
+	return NULL;
+}
+
+/* Readers of one chunk at once: it is decompressed once (single-flight). */
+static void test_single_flight(void **state)
+{
+	struct built b = build(CAIRN_MKFS_LZ4, 17);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	struct reader_arg a[8];
+	pthread_t t[8];
+	pthread_barrier_t go;
+
+	(void)state;
+	pthread_barrier_init(&go, NULL, 8);
+	for (int i = 0; i < 8; i++) {
+		a[i] = (struct reader_arg){ img, ino_of(img, "/big"), &go, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, reader, &a[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(a[i].rc, 512);
+	}
+	pthread_barrier_destroy(&go);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.hits + st.waits, 7);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+/* With a budget below one chunk, nothing unused stays resident. */
+static void test_budget(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+
+	(void)state;
+	cairn_image_set_chunk_cache(img, 1);
+	check_file(img, "/big", 300 * 1024, 2);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.resident_bytes, 0);
+	assert_true(st.evictions >= 18);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+/* ---- hostile chunk maps ---- */
+
+static uint64_t chunk_off(const uint8_t *buf)
+{
+	const struct cairn_disk_chunked_super *z =
+		(const struct cairn_disk_chunked_super *)(buf + CAIRN_CHUNKED_SUPER_OFF);
+
+	return cairn_le64(z->chunk_off);
+}
+
+static struct cairn_disk_chunk *chunk(uint8_t *buf, uint64_t i)
+{
+	return (struct cairn_disk_chunk *)(buf + chunk_off(buf) + i * CAIRN_CHUNK_SIZE);
+}
+
+static struct cairn_disk_inode *inode_of(const struct built *b, const char *path,
+				       cairn_ino_t *ino)
+{
+	struct cairn_image *img = open_buf(b);
+
+	*ino = ino_of(img, path);
+	cairn_image_close(img);
+	return hostile_inode(b->buf, *ino);
+}
+
+/* Reads all of inode ino from the patched image: must fail as corrupt. fsck
+ * must count a problem and not crash. */
+static void expect_corrupt(struct built *b, cairn_ino_t ino)
+{
+	struct cairn_image *img;
+	char *buf = malloc(400 * 1024);
+	ssize_t n;
+
+	assert_non_null(buf);
+	cairn_fixup_checksums(b->buf, b->len);
+	img = open_buf(b);
+	n = cairn_image_read(img, ino, buf, 400 * 1024, 0);
+	assert_int_equal(n, -CAIRN_ECORRUPT);
+	assert_non_null(cairn_image_corruption(img));
+	cairn_image_close(img);
+	img = open_buf(b);
+	assert_true(cairn_image_fsck(img, CAIRN_FSCK_DATA, NULL, NULL) > 0);
+	cairn_image_close(img);
+	free(buf);
+}
+
+typedef void (*patch_fn)(struct built *b, struct cairn_disk_chunk *c,
+			 struct cairn_disk_inode *d);
+
+static void hostile(patch_fn patch)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	cairn_ino_t ino;
+	struct cairn_disk_inode *d = inode_of(&b, "/big", &ino);
+
+	patch(&b, chunk(b.buf, cairn_le64(d->data_ref) + 1), d);
+	expect_corrupt(&b, ino);
+	free(b.buf);
+}
+
+static void past_image(struct built *b, struct cairn_disk_chunk *c, struct cairn_disk_inode *d)
+{
+	c->disk_off = cairn_le64(b->len - 10);
+}
+
+static void stored_too_long(struct built *b, struct cairn_disk_chunk *c,
+			    struct cairn_disk_inode *d)
+{
+	c->stored_len = cairn_le32(CAIRN_CHUNK_ULEN(cairn_le32(c->info)));
+}
+
+static void ulen_too_long(struct built *b, struct cairn_disk_chunk *c, struct cairn_disk_inode *d)
+{
+	c->info = cairn_le32((cairn_le32(c->info) & 0xff000000u) | (1u << 20));
+}
+
+static void ulen_short(struct built *b, struct cairn_disk_chunk *c, struct cairn_disk_inode *d)
+{
+	c->info = cairn_le32(cairn_le32(c->info) - 1); /* not what the file needs there */
+}
+
+static void bad_codec(struct built *b, struct cairn_disk_chunk *c, struct cairn_disk_inode *d)
+{
+	c->info = cairn_le32((cairn_le32(c->info) & 0xffffffu) | 9u << 24);
+}
+
+static void zero_with_bytes(struct built *b, struct cairn_disk_chunk *c,
+			    struct cairn_disk_inode *d)
+{
+	c->info = cairn_le32((cairn_le32(c->info) & 0xffffffu) | CAIRN_CODEC_ZERO << 24);
+}
+
+static void garbage(struct built *b, struct cairn_disk_chunk *c, struct cairn_disk_inode *d)
+{
+	memset(b->buf + cairn_le64(c->disk_off), 0xff, cairn_le32(c->stored_len));
+}
+
+/* A frame of twice the chunk in zeros, in the chunk's place: a bomb. */
+static void bomb(struct built *b, struct cairn_disk_chunk *c, struct cairn_disk_inode *d)
+{
+	size_t n = 2u << 14, cap = ZSTD_compressBound(n);
+	char *zero = calloc(1, n), *out = malloc(cap);
+	size_t got = ZSTD_compress(out, cap, zero, n, 3);
+
+	assert_false(ZSTD_isError(got));
+	assert_true(got < cairn_le32(c->stored_len));
+	memcpy(b->buf + cairn_le64(c->disk_off), out, got);
+	c->stored_len = cairn_le32((uint32_t)got);
+	free(zero);
+	free(out);
+}
+
+static void too_many_chunks(struct built *b, struct cairn_disk_chunk *c,
+			    struct cairn_disk_inode *d)
+{
+	d->data_count = cairn_le64(1ull << 40);
+}
+
+static void test_hostile_records(void **state)
+{
+	(void)state;
+	hostile(past_image);
+	hostile(stored_too_long);
+	hostile(ulen_too_long);
+	hostile(ulen_short);
+	hostile(bad_codec);
+	hostile(zero_with_bytes);
+	hostile(garbage);
+	hostile(bomb);
+	hostile(too_many_chunks);
+}
+
+/* A small file lives in a fragment: bad references to it are corrupt. */
+static void test_hostile_fragment(void **state)
+{
+	struct built b = build(CAIRN_MKFS_LZ4, 14);
+	cairn_ino_t ino;
+	struct cairn_disk_inode *d = inode_of(&b, "/dir/mid", &ino);
+	uint64_t ref = cairn_le64(d->frag_ref);
+
+	(void)state;
+	assert_int_equal(cairn_le64(d->data_count), 0);
+	d->frag_off = cairn_le32(0xfffff000u);
+	expect_corrupt(&b, ino);
+	d->frag_off = 0;
+	d->frag_ref = cairn_le64(1ull << 50);
+	expect_corrupt(&b, ino);
+	d->frag_ref = cairn_le64(ref);
+	d->size = cairn_le64(20000); /* a tail longer than a chunk */
+	expect_corrupt(&b, ino);
+	free(b.buf);
+}
+
+/* Overlapping chunks read without harm; fsck names them. */
+static void test_overlap(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	cairn_ino_t ino;
+	struct cairn_disk_inode *d = inode_of(&b, "/big", &ino);
+	struct cairn_disk_chunk *c0 = chunk(b.buf, cairn_le64(d->data_ref));
+	struct cairn_image *img;
+	char buf[64];
+
+	(void)state;
+	chunk(b.buf, cairn_le64(d->data_ref) + 1)->disk_off = c0->disk_off;
+	cairn_fixup_checksums(b.buf, b.len);
+	img = open_buf(&b);
+	assert_int_equal(cairn_image_read(img, ino_of(img, "/big"), buf, sizeof(buf), 16384),
+			 sizeof(buf));
+	assert_true(cairn_image_fsck(img, 0, NULL, NULL) > 0);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+/* The compression record: a bad chunk size or table refuses the image at open. */
+static void test_hostile_record(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	struct cairn_disk_chunked_super *z =
+		(struct cairn_disk_chunked_super *)(b.buf + CAIRN_CHUNKED_SUPER_OFF);
+	struct cairn_disk_chunked_super keep = *z;
+	struct cairn_image *img = NULL;
+
+	(void)state;
+	z->chunk_log2 = cairn_le32(25);
+	cairn_fixup_checksums(b.buf, b.len);
+	assert_int_equal(hostile_open(b.buf, b.len, NULL, NULL, NULL, &img), -CAIRN_ECORRUPT);
+	*z = keep;
+	z->chunk_count = cairn_le64(1ull << 60);
+	cairn_fixup_checksums(b.buf, b.len);
+	assert_int_equal(hostile_open(b.buf, b.len, NULL, NULL, NULL, &img), -CAIRN_ECORRUPT);
+	*z = keep;
+	z->level ^= 1; /* without re-sealing: the record's hash */
+	assert_int_equal(hostile_open(b.buf, b.len, NULL, NULL, NULL, &img), -CAIRN_ECORRUPT);
+	free(b.buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_codecs),
+		cmocka_unit_test(test_incompat_bit),
+		cmocka_unit_test(test_burst_decompresses_once),
+		cmocka_unit_test(test_single_flight),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_hostile_records),
+		cmocka_unit_test(test_hostile_fragment),
+		cmocka_unit_test(test_overlap),
+		cmocka_unit_test(test_hostile_record),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decompressed-chunk cache (zcache.h): a chained hash table of entries and
+ * one LRU list of the loaded ones, under one mutex. Loads run outside the lock;
+ * readers of a chunk being loaded wait on one condition variable (loads are rare
+ * against hits, so a broadcast to all waiters costs little).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <cairn/error.h>
+#include "zcache.h"
+
+#define ZC_BUCKETS 4096u /* power of two; chains stay short at any budget we allow */
+
+enum { ZC_LOADING, ZC_READY, ZC_FAILED };
+
+struct cairn_zentry {
+	uint64_t key;
+	size_t len;
+	struct cairn_zentry *hnext;       /* hash chain */
+	struct cairn_zentry *prev, *next; /* LRU list (READY entries), most recent first */
+	unsigned refs;
+	int state, err;
+	int hashed;                       /* still in the table */
+	char *data;
+};
+
+struct cairn_zcache {
+	pthread_mutex_t lock;
+	pthread_cond_t loaded;
+	struct cairn_zentry *table[ZC_BUCKETS];
+	struct cairn_zentry *lru_head, *lru_tail;
+	size_t budget, resident;
+	struct cairn_zcache_stats st;
+};
+
+static size_t bucket(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	return (size_t)(key ^ (key >> 29)) & (ZC_BUCKETS - 1);
+}
+
+int cairn_zcache_new(size_t budget, struct cairn_zcache **out)
+{
+	struct cairn_zcache *z = calloc(1, sizeof(*z));
+
+	if (!z)
+		return -ENOMEM;
+	pthread_mutex_init(&z->lock, NULL);
+	pthread_cond_init(&z->loaded, NULL);
+	z->budget = budget ? budget : CAIRN_ZCACHE_DEFAULT;
+	*out = z;
+	return 0;
+}
+
+static void entry_free(struct cairn_zentry *e)
+{
+	free(e->data);
+	free(e);
+}
+
+void cairn_zcache_free(struct cairn_zcache *z)
+{
+	if (!z)
+		return;
+	for (size_t b = 0; b < ZC_BUCKETS; b++)
+		for (struct cairn_zentry *e = z->table[b], *n; e; e = n) {
+			n = e->hnext;
+			entry_free(e);
+		}
+	pthread_cond_destroy(&z->loaded);
+	pthread_mutex_destroy(&z->lock);
+	free(z);
+}
+
+static void lru_unlink(struct cairn_zcache *z, struct cairn_zentry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		z->lru_head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		z->lru_tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct cairn_zcache *z, struct cairn_zentry *e)
+{
+	e->prev = NULL;
+	e->next = z->lru_head;
+	if (z->lru_head)
+		z->lru_head->prev = e;
+	z->lru_head = e;
+	if (!z->lru_tail)
+		z->lru_tail = e;
+}
+
+static void unhash(struct cairn_zcache *z, struct cairn_zentry *e)
+{
+	struct cairn_zentry **p = &z->table[bucket(e->key)];
+
+	while (*p != e)
+		p = &(*p)->hnext;
+	*p = e->hnext;
+	e->hashed = 0;
+	z->resident -= e->len;
+}
+
+/* Drops unheld loaded entries, oldest first, until the budget holds. */
+static void evict(struct cairn_zcache *z)
+{
+	struct cairn_zentry *e = z->lru_tail, *prev;
+
+	for (; e && z->resident > z->budget; e = prev) {
+		prev = e->prev;
+		if (e->refs)
+			continue;
+		lru_unlink(z, e);
+		unhash(z, e);
+		z->st.evictions++;
+		entry_free(e);
+	}
+}
+
+void cairn_zcache_set_budget(struct cairn_zcache *z, size_t budget)
+{
+	pthread_mutex_lock(&z->lock);
+	z->budget = budget ? budget : CAIRN_ZCACHE_DEFAULT;
+	evict(z);
+	pthread_mutex_unlock(&z->lock);
+}
+
+static struct cairn_zentry *find(struct cairn_zcache *z, uint64_t key)
+{
+	for (struct cairn_zentry *e = z->table[bucket(key)]; e; e = e->hnext)
+		if (e->key == key)
+			return e;
+	return NULL;
+}
+
+/* A new LOADING entry for key, held once by the caller, in the table. */
+static struct cairn_zentry *insert(struct cairn_zcache *z, uint64_t key, size_t len)
+{
+	struct cairn_zentry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->key = key;
+	e->len = len;
+	e->refs = 1;
+	e->state = ZC_LOADING;
+	e->hashed = 1;
+	e->hnext = z->table[bucket(key)];
+	z->table[bucket(key)] = e;
+	z->resident += len;
+	return e;
+}
+
+/* Loads e (held by us, LOADING, in the table) outside the lock. */
+static int load(struct cairn_zcache *z, struct cairn_zentry *e, cairn_zcache_load_fn fn,
+		void *ctx)
+{
+	int rc;
+
+	pthread_mutex_unlock(&z->lock);
+	e->data = malloc(e->len);
+	rc = e->data ? fn(ctx, e->key, e->data, e->len) : -ENOMEM;
+	pthread_mutex_lock(&z->lock);
+	if (rc) {
+		e->state = ZC_FAILED;
+		e->err = rc;
+		unhash(z, e); /* the next reader tries again */
+	} else {
+		e->state = ZC_READY;
+		z->st.loaded_bytes += e->len;
+		lru_push(z, e);
+	}
+	pthread_cond_broadcast(&z->loaded);
+	return rc;
+}
+
+static void release(struct cairn_zcache *z, struct cairn_zentry *e)
+{
+	if (--e->refs)
+		return;
+	if (!e->hashed) /* failed: the last holder frees it */
+		entry_free(e);
+	else
+		evict(z);
+}
+
+int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zcache_load_fn fn,
+		     void *ctx, struct cairn_zentry **out, const void **data)
+{
+	struct cairn_zentry *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&z->lock);
+	e = find(z, key);
+	if (e) {
+		e->refs++;
+		if (e->state == ZC_LOADING) {
+			z->st.waits++;
+			while (e->state == ZC_LOADING)
+				pthread_cond_wait(&z->loaded, &z->lock);
+		} else {
+			z->st.hits++;
+		}
+		if (e->state == ZC_FAILED)
+			rc = e->err;
+		else if (e->len != len)
+			rc = -CAIRN_ECORRUPT;
+		else if (e->prev || z->lru_head != e) { /* most recent first */
+			lru_unlink(z, e);
+			lru_push(z, e);
+		}
+	} else {
+		e = insert(z, key, len);
+		if (!e) {
+			pthread_mutex_unlock(&z->lock);
+			return -ENOMEM;
+		}
+		z->st.misses++;
+		rc = load(z, e, fn, ctx);
+	}
+	if (rc) {
+		release(z, e);
+		pthread_mutex_unlock(&z->lock);
+		return rc;
+	}
+	pthread_mutex_unlock(&z->lock);
+	*out = e;
+	*data = e->data;
+	return 0;
+}
+
+int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
+			  cairn_zcache_load_fn fn, void *ctx)
+{
+	struct cairn_zentry *e;
+	int rc;
+
+	pthread_mutex_lock(&z->lock);
+	if (find(z, key)) {
+		pthread_mutex_unlock(&z->lock);
+		return 0;
+	}
+	e = insert(z, key, len);
+	if (!e) {
+		pthread_mutex_unlock(&z->lock);
+		return -ENOMEM;
+	}
+	z->st.ahead++;
+	rc = load(z, e, fn, ctx);
+	release(z, e);
+	pthread_mutex_unlock(&z->lock);
+	return rc;
+}
+
+void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e)
+{
+	pthread_mutex_lock(&z->lock);
+	release(z, e);
+	pthread_mutex_unlock(&z->lock);
+}
+
+void cairn_zcache_get_stats(struct cairn_zcache *z, struct cairn_zcache_stats *out)
+{
+	pthread_mutex_lock(&z->lock);
+	*out = z->st;
+	out->resident_bytes = z->resident;
+	out->budget_bytes = z->budget;
+	pthread_mutex_unlock(&z->lock);
+}
