@@ -118,9 +118,13 @@ $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
 
+# Not linked with the library, but they may use its format headers (craft does),
+# which include <cairn/...>: hence the include paths, and the dependency file, so a
+# header change rebuilds them (a stale craft once hid a header it could not find).
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) -o $@ $< $(LDSAN)
+	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) $(INC_CFLAGS) -MMD -MP -MF $@.d \
+		-o $@ $< $(LDSAN)
 
 # Examples of embedding libcairn, built so they keep compiling.
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIBA)
@@ -227,4 +231,4 @@ clean:
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(HELPER_OBJS:.o=.d) \
          $(EXAMPLES:%=%.d) $(BENCH_TOOLS:$(BUILD)/bench/%=$(BUILD)/bench-obj/%/main.d) \
-         $(TEST_SRCS:%.c=$(BUILD)/%.d)
+         $(TEST_SRCS:%.c=$(BUILD)/%.d) $(PROGS:%=%.d)
