@@ -10,9 +10,9 @@ SAN      ?=
 WERROR   ?=
 VERSION  := 0.1.0
 
-PKGS      := libxxhash libzstd liblz4 zlib
+PKGS      := libxxhash libzstd liblz4 zlib libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lxxhash -lzstd -llz4 -lz)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lxxhash -lzstd -llz4 -lz -lcurl)
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 

@@ -10,4 +10,5 @@
 #include <cairn/mkfs.h>
 #include <cairn/extract.h>
 #include <cairn/ramfs.h>
+#include <cairn/remote.h>
 #endif

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
+#include <cairn/remote.h>
 
 struct cairn_image;
 typedef uint64_t cairn_ino_t;
@@ -114,9 +115,24 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 
+/* How a URL is opened (include/cairn/remote.h). The stack builder fills
+ * http.origins from the URL and the mirrors (s3:// ones resolved with s3), and
+ * http.head_bytes from the cache's segment size when it is 0. */
+struct cairn_remote_opts {
+	struct cairn_http_config http;
+	const char *mirrors[CAIRN_HTTP_MAX_ORIGINS - 1]; /* -o mirror=URL, in order */
+	unsigned n_mirrors;
+	struct cairn_s3_config s3;
+	const char *cache_dir;                   /* NULL = no disk cache */
+	uint64_t cache_max;                      /* 0 = 1 GiB */
+	size_t cache_chunk;                      /* 0 = 128 KiB */
+};
+
 /*
  * Convenience: build the stack file -> [offset] -> [qcow2] -> [fault] -> [delay]
- * -> stats -> cache -> image from options, as the CLI and the mount do.
+ * -> stats -> cache -> image from options, as the CLI and the mount do. A path
+ * that is an http://, https:// or s3:// URL gets
+ * http -> [fault] -> [delay] -> stats -> [diskcache] -> cache -> image instead.
  */
 struct cairn_open_opts {
 	struct cairn_cache_config cache;
@@ -125,6 +141,7 @@ struct cairn_open_opts {
 	uint64_t offset;                         /* image starts here in the file */
 	unsigned file_flags;                     /* CAIRN_BDEV_FILE_* */
 	struct cairn_qcow2_config qcow2;
+	struct cairn_remote_opts remote;
 };
 int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
 			  struct cairn_image **out);

@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
 #include <cairn/error.h>
+#include <cairn/remote.h>
 #include "image_int.h"
 
 /* Wraps *dev with a constructor's result; on failure *dev still owns the stack. */
@@ -35,8 +37,8 @@ struct why_buf {
 	size_t len;
 };
 
-/* The qcow2 layer's reason for a refusal becomes the open error's text. */
-static void qcow2_why(void *ctx, const char *msg)
+/* A layer's reason for a refusal (qcow2, http) becomes the open error's text. */
+static void layer_why(void *ctx, const char *msg)
 {
 	struct why_buf *w = ctx;
 
@@ -57,7 +59,7 @@ static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *w
 	if (!copy)
 		return -ENOMEM;
 	if (!cfg.report) {
-		cfg.report = qcow2_why;
+		cfg.report = layer_why;
 		cfg.report_ctx = &wb;
 	}
 	rc = cairn_bdev_qcow2_new(*dev, dirname(copy), &cfg, &q);
@@ -70,6 +72,130 @@ static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *w
 	}
 	*dev = q;
 	return 0;
+}
+
+/* ---- remote images: http -> [fault] -> [delay] -> stats -> [diskcache] ---- */
+
+struct origins {
+	struct cairn_http_origin o[CAIRN_HTTP_MAX_ORIGINS];
+	char *store[CAIRN_HTTP_MAX_ORIGINS];
+	unsigned n;
+};
+
+static void origins_free(struct origins *og)
+{
+	for (unsigned i = 0; i < og->n; i++)
+		free(og->store[i]);
+}
+
+/* The URL, then the mirrors; s3:// ones become signed https origins. */
+static int resolve_origins(const char *url, const struct cairn_remote_opts *r, char *why,
+			   size_t why_len, struct origins *og)
+{
+	og->n = 0;
+	for (unsigned i = 0; i <= r->n_mirrors && i < CAIRN_HTTP_MAX_ORIGINS; i++) {
+		const char *u = i ? r->mirrors[i - 1] : url;
+		int rc = 0;
+
+		og->store[og->n] = NULL;
+		if (!cairn_url_is_remote(u)) {
+			snprintf(why, why_len, "mirror '%s' is not an http://, https:// or s3:// URL", u);
+			rc = -EINVAL;
+		} else if (!strncasecmp(u, "s3://", 5)) {
+			rc = cairn_s3_origin(u, &r->s3, &og->o[og->n], &og->store[og->n]);
+			if (rc == -EINVAL)
+				snprintf(why, why_len, "'%s' is not s3://BUCKET/KEY", u);
+		} else {
+			og->o[og->n] = (struct cairn_http_origin){ .url = u };
+		}
+		if (rc < 0) {
+			free(og->store[og->n]);
+			origins_free(og);
+			return rc;
+		}
+		og->n++;
+	}
+	return 0;
+}
+
+static int open_http(const char *url, const struct cairn_open_opts *o, char *why,
+		     size_t why_len, struct cairn_bdev **out)
+{
+	struct cairn_http_config cfg = o->remote.http;
+	struct why_buf wb = { why, why_len };
+	struct origins og;
+	int rc = resolve_origins(url, &o->remote, why, why_len, &og);
+
+	if (rc < 0)
+		return rc;
+	cfg.origins = og.o;
+	cfg.n_origins = og.n;
+	if (!cfg.head_bytes)
+		cfg.head_bytes = o->cache.segment_size ? o->cache.segment_size : 128 * 1024;
+	if (!cfg.report) {
+		cfg.report = layer_why;
+		cfg.report_ctx = &wb;
+	}
+	rc = cairn_bdev_http_new(&cfg, out);
+	origins_free(&og);
+	return rc;
+}
+
+/* The disk cache above *dev, keyed by the image's head (read from the http
+ * device's memory, so it costs no request). */
+static int wrap_diskcache(struct cairn_bdev *head_dev, const struct cairn_remote_opts *r,
+			  char *why, size_t why_len, struct cairn_bdev **dev)
+{
+	struct cairn_diskcache_config dc = { .dir = r->cache_dir, .max_bytes = r->cache_max,
+					     .chunk_bytes = r->cache_chunk };
+	struct cairn_bdev *up = NULL;
+	char key[128];
+	int rc = cairn_diskcache_key(head_dev, key, sizeof(key));
+
+	if (rc == 0) {
+		dc.key = key;
+		rc = cairn_bdev_diskcache_new(*dev, &dc, &up);
+	}
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot set up the disk cache in %s: %s", r->cache_dir,
+			 cairn_strerror(rc));
+		return rc;
+	}
+	*dev = up;
+	return 0;
+}
+
+static int build_remote_stack(const char *url, const struct cairn_open_opts *o, char *why,
+			      size_t why_len, struct cairn_bdev **out, struct cairn_bdev **stats,
+			      struct cairn_bdev **fault)
+{
+	struct cairn_bdev *dev = NULL, *http;
+	int rc;
+
+	*stats = *fault = NULL;
+	rc = open_http(url, o, why, why_len, &dev);
+	if (rc < 0)
+		return rc;
+	http = dev;
+	if (o->fault) {
+		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
+		*fault = dev;
+	}
+	if (o->delay.latency_ns || o->delay.bandwidth_bps)
+		WRAP(cairn_bdev_delay_new(dev, &o->delay, &up_), "delay");
+	WRAP(cairn_bdev_stats_new(dev, &up_), "stats");
+	*stats = dev;
+	if (o->remote.cache_dir) {
+		rc = wrap_diskcache(http, &o->remote, why, why_len, &dev);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = dev;
+	return 0;
+fail:
+	cairn_bdev_close(dev);
+	*stats = *fault = NULL;
+	return rc;
 }
 
 static int build_stack(const char *path, const struct cairn_open_opts *o, char *why,
@@ -167,7 +293,10 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 	why[0] = '\0';
 	if (!opts)
 		opts = &defaults;
-	rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
+	if (cairn_url_is_remote(path))
+		rc = build_remote_stack(path, opts, why, why_len, &dev, &stats, &fault);
+	else
+		rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
 	if (rc < 0)
 		return rc;
 	rc = open_cache(path, opts, why, why_len, dev, &cache);

@@ -23,6 +23,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "cairn_fuse.h"
+#include "../cairn/cli.h"
 
 #define READ_AHEAD_KB 4096
 
@@ -91,6 +92,7 @@ static void write_stats(struct cairn_fuse *cf)
 		fprintf(f, "cache_evictions %" PRIu64 "\ncache_resident_bytes %" PRIu64
 			"\ncache_errors %" PRIu64 "\n",
 			cs.evictions, cs.resident_bytes, cs.errors);
+		cli_print_remote_stats(f, cairn_cache_bdev(cairn_image_cache(cf->img)), "kv");
 	}
 	if (cf->img)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
