@@ -628,7 +628,9 @@ static int status_errno(int status)
 	return -EIO;
 }
 
-/* The first request: the size, the validator and the head, from the primary. */
+/* The first request: the size, the validator and the head. From the primary,
+ * or from the first mirror that answers when it does not (the mirrors are
+ * tried in turn, as reads do, within one timeout). */
 static int probe(struct http_bdev *h, const struct cairn_http_config *cfg)
 {
 	struct origin *o = &h->origins[0];
@@ -636,19 +638,25 @@ static int probe(struct http_bdev *h, const struct cairn_http_config *cfg)
 	char err[CURL_ERROR_SIZE], why[320] = "";
 	uint64_t deadline = now_ns() + h->timeout_ns, size = 0;
 	enum outcome r = RETRY;
+	unsigned oi = 0;
 	CURLcode rc = CURLE_OK;
 
 	h->head = malloc(h->head_len);
 	if (!h->head)
 		return -ENOMEM;
-	for (unsigned tries = 0; r == RETRY && tries <= h->retries; tries++) {
-		if (tries && !backoff(h, tries, deadline))
+	for (unsigned tries = 0; tries <= h->retries; tries++) {
+		if (tries && h->n_origins > 1) {
+			oi = tries % h->n_origins;
+			o = &h->origins[oi];
+		}
+		if (tries && oi == 0 && !backoff(h, tries, deadline))
 			break;
 		x = (struct xfer){ .buf = h->head, .len = h->head_len, .whole = 1 };
 		rc = attempt(h, h->conns[0].h, o, &x, 0, deadline, err);
 		r = rc != CURLE_OK ? transport_outcome(h, rc) : judge_head(&x, &size, why, sizeof(why));
-		if (r == RETRY)
-			atomic_fetch_add(&h->n_retries, 1);
+		if (r == OK || (r != RETRY && h->n_origins == 1))
+			break;
+		atomic_fetch_add(&h->n_retries, 1);
 	}
 	if (r == OK && size == 0)
 		snprintf(why, sizeof(why), "empty file");
@@ -657,6 +665,8 @@ static int probe(struct http_bdev *h, const struct cairn_http_config *cfg)
 		h->head_len = x.got;
 		snprintf(o->validator, sizeof(o->validator), "%s", validator_of(&x));
 		o->known = 1;
+		atomic_store(&h->cur, oi);
+		atomic_fetch_add(&h->failovers, oi != 0);
 		return 0;
 	}
 	if (rc != CURLE_OK)
