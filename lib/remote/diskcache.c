@@ -156,6 +156,7 @@ static int scan_key_dir(struct scan *s, int dfd)
 
 	if (!dir)
 		return -errno;
+	rewinddir(dir); /* the dup shares the offset an earlier scan left at the end */
 	while (!rc && (de = readdir(dir))) {
 		struct stat st;
 
@@ -182,6 +183,7 @@ static int scan_all(struct dc_bdev *d, struct scan *s)
 
 	if (!dir)
 		return -errno;
+	rewinddir(dir);
 	while (!rc && (de = readdir(dir))) {
 		int fd, *t;
 
