@@ -14,8 +14,10 @@ and the first two again on an image ordered by a traced run (mkfs --order) and
 mounted with -o prefetch (the hot prefix is read at mount, in parallel ranges).
 Times are mount + workload (the mount call returns once the mount is up).
 
-usage: bench/remote.py [--build build] [--runs 3] [--only java,python]
-Needs root (drop_caches, mounts). Prints a markdown table per workload.
+usage: bench/remote.py [--build build] [--runs 3] [--only java,python] [--out FILE]
+Needs root (drop_caches, mounts). Prints a markdown table per workload, with the
+issue's goals; --out also writes them to FILE (docs/bench/remote.md, which
+bench/report.py includes in docs/BENCHMARKS.md as is).
 """
 import argparse
 import os
@@ -210,6 +212,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default="java,python")
+    ap.add_argument("--out", default=None)
     args = ap.parse_args()
     b = Bench(args)
     ng = None
@@ -221,6 +224,8 @@ def main():
             b.ordered(key, trees[key], image)
         ng = Nginx(b.work, b.www)
         load0 = os.getloadavg()
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        parts = []
         for key in args.only.split(","):
             image = os.path.join(b.www, key + ".cairn")
             url = f"http://127.0.0.1:{ng.port}/{key}.cairn"
@@ -229,24 +234,66 @@ def main():
             for _ in range(args.runs):
                 for v, _ in VARIANTS:  # round-robin: drift spreads evenly
                     res[v].append(b.one(key, v, url, image, dc))
-            report(key, os.path.getsize(image), res)
-        print(f"\nload average {load0[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
+            parts.append(report(key, os.path.getsize(image), res, trace_bytes(b, key)))
+        load = (f"Run of {started}, {args.runs} runs per figure (medians, min–max), load "
+                f"average {load0[0]:.2f} at the start and {os.getloadavg()[0]:.2f} at the end "
+                f"(other work shares this machine).")
+        text = "\n".join(parts) + "\n" + load + "\n"
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(HEADER + "\n" + text)
     finally:
         b.cleanup()
         if ng:
             ng.stop()
 
 
+def trace_bytes(b, key):
+    """Bytes the workload reads: the sum of its traced first reads (the floor)."""
+    n = 0
+    with open(os.path.join(b.work, key + ".order")) as f:
+        for line in f:
+            parts = line.rsplit(" ", 2)
+            if len(parts) == 3:
+                n += int(parts[2])
+    return n
+
+
 def med(xs):
     return statistics.median(xs)
 
 
-def report(key, size, res):
+HEADER = """# Remote images (issue 13)
+
+`bench/remote.py` (run by hand: `python3 bench/remote.py --runs 3 --out docs/bench/remote.md`).
+nginx serves the images from tmpfs on 127.0.0.1 with `limit_rate 100m` (100 MB/s per
+connection), and cairn's own delay layer adds **20 ms to every HTTP request**
+(`-o delay=20ms` sits right above the http device, one delay channel per connection: 4);
+the kernel here has no netem. Cold = `drop_caches` and a fresh mount; times are mount +
+workload. Side by side, round-robin:
+
+- *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left;
+- *ordered + prefetch*: the image rebuilt with `mkfs --order` from one traced cold run,
+  mounted with `-o prefetch`;
+- *curl the whole image, then run*: what users do today (`curl -o`, plus 20 ms for its one
+  request, then a local mount);
+- *cairn local file, 20 ms delay*: the same image as a local file through the same delay
+  (one channel, as the local benchmarks use); *cairn local file*: no delay.
+
+"MiB read by the workload" is the sum of its traced first reads, the floor of
+docs/FORMAT.md; "fetched × read" divides the HTTP body bytes by it. Daemon RSS is the
+peak (VmHWM) at unmount; the segment cache budget is 64 MiB.
+"""
+
+
+def report(key, size, res, read):
     title = {"java": "Java Hello (JDK 17 image)", "python": "Python start-up (stdlib image)"}[key]
-    print(f"\n### {title}, {size / 2**20:.0f} MiB image, {len(res['empty'])} runs\n")
-    print("| variant | s (min–max) | × curl, then run | × local file (no delay) | HTTP requests | MiB fetched "
+    out = [f"\n## {title}, {size / 2**20:.0f} MiB image, "
+           f"{read / 2**20:.1f} MiB read by the workload (traced)\n"]
+    out.append("| variant | s (min–max) | × curl, then run | × local file (no delay) | HTTP requests | MiB fetched "
           "| fetched × read | daemon RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|---|")
     curl = med([t for t, _ in res["curl"]])
     local = med([t for t, _ in res["nodelay"]])
     for v, label in VARIANTS:
@@ -254,13 +301,31 @@ def report(key, size, res):
         ss = [s for _, s in res[v]]
         req = med([s.get("http_requests", 0) for s in ss]) if v in REMOTE else ""
         fetched = med([s.get("http_bytes", 0) for s in ss]) if v in REMOTE else None
-        read = med([s.get("fuse_image_read_bytes", 0) for s in ss])
         rss = med([s.get("rss_peak_kb", 0) for s in ss]) / 1024
         fx = f"{fetched / read:.2f}" if fetched is not None and read else ""
         fm = f"{fetched / 2**20:.1f}" if fetched is not None else (
             f"{size / 2**20:.1f}" if v == "curl" else "")
-        print(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {med(ts) / curl:.2f}× "
+        out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {med(ts) / curl:.2f}× "
               f"| {med(ts) / local:.2f}× | {req} | {fm} | {fx} | {rss:.1f} |")
+    out.append("")
+    out.append(goals(res, read, curl, local))
+    return "\n".join(out)
+
+
+def goals(res, read, curl, local):
+    """The issue's goals, for the plain and the ordered image."""
+    lines = []
+    for cold, warm, what in (("empty", "warm", "plain image"),
+                             ("oempty", "owarm", "ordered + prefetch")):
+        c = med([t for t, _ in res[cold]])
+        w = med([t for t, _ in res[warm]])
+        fetched = med([s.get("http_bytes", 0) for _, s in res[cold]])
+        rss = max(med([s.get("rss_peak_kb", 0) for _, s in res[v]]) for v in (cold, warm)) / 1024
+        lines.append(f"- Goals, {what}: cold empty cache / curl-then-run {c / curl:.2f} "
+                     f"(goal ≤ 0.2), fetched / read {fetched / read:.2f} (goal ≤ 1.5), "
+                     f"warm cache / local file {w / local:.2f} (goal ≤ 1.1), daemon RSS "
+                     f"{rss:.1f} MiB (goal ≤ 32 + 64 MiB cache budget).")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

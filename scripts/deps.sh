@@ -4,11 +4,15 @@
 set -eu
 
 PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev \
-libcmocka-dev libfuse3-dev fuse3 attr python3 libclang-rt-14-dev openjdk-17-jdk-headless libcap2-bin"
+libcurl4-openssl-dev libcmocka-dev libfuse3-dev fuse3 attr python3 libclang-rt-14-dev openjdk-17-jdk-headless libcap2-bin"
 case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
-qemu-utils python3 default-jdk-headless" ;;
-  test) PKGS="$PKGS qemu-utils" ;;
+qemu-utils python3 default-jdk-headless nginx-light curl" ;;
+  # remote-image tests: nginx (origin), squid (caching proxy), openssl (a
+  # self-signed certificate), node + npm (s3rver, installed by the test itself;
+  # Debian's only when no npm is there, as another node may bring its own)
+  test) PKGS="$PKGS qemu-utils nginx-light squid openssl"
+        command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm" ;;
 esac
 
 missing=""

@@ -181,8 +181,15 @@ static int build_remote_stack(const char *url, const struct cairn_open_opts *o, 
 		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
 		*fault = dev;
 	}
-	if (o->delay.latency_ns || o->delay.bandwidth_bps)
-		WRAP(cairn_bdev_delay_new(dev, &o->delay, &up_), "delay");
+	if (o->delay.latency_ns || o->delay.bandwidth_bps) {
+		/* An emulated far server: the latency is paid on each connection, so
+		 * as many requests are in flight as there are connections. */
+		struct cairn_delay_config dc = o->delay;
+
+		if (!dc.channels)
+			dc.channels = o->remote.http.connections ? o->remote.http.connections : 4;
+		WRAP(cairn_bdev_delay_new(dev, &dc, &up_), "delay");
+	}
 	WRAP(cairn_bdev_stats_new(dev, &up_), "stats");
 	*stats = dev;
 	if (o->remote.cache_dir) {
