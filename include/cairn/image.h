@@ -132,7 +132,7 @@ struct cairn_remote_opts {
  * Convenience: build the stack file -> [offset] -> [qcow2] -> [fault] -> [delay]
  * -> stats -> cache -> image from options, as the CLI and the mount do. A path
  * that is an http://, https:// or s3:// URL gets
- * http -> [fault] -> [delay] -> stats -> [diskcache] -> cache -> image instead.
+ * http -> [offset] -> [fault] -> [delay] -> stats -> [diskcache] -> cache -> image.
  */
 struct cairn_open_opts {
 	struct cairn_cache_config cache;

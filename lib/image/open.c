@@ -2,7 +2,10 @@
 /*
  * Opening an image by path: builds the device stack
  *   file -> [offset] -> [fault] -> [delay] -> stats -> [qcow2] -> cache -> image
- * from cairn_open_opts, as the CLI and the mount do. Each wrapper takes the
+ * from cairn_open_opts, as the CLI and the mount do; for a URL
+ *   http -> [offset] -> [fault] -> [delay] -> stats -> [diskcache] -> [qcow2] -> cache
+ * (build_remote_stack: the delay emulates the network, stats count what crossed
+ * it, and the disk cache keeps it). Each wrapper takes the
  * device below it on success; on failure we close what we built so far.
  * qcow2 sits above delay and stats: the emulated disk is the file, so its L2
  * table reads pay the delay and count as device requests like any other read.
@@ -74,7 +77,7 @@ static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *w
 	return 0;
 }
 
-/* ---- remote images: http -> [fault] -> [delay] -> stats -> [diskcache] ---- */
+/* ---- remote images: http -> [offset] -> [fault] -> [delay] -> stats -> [diskcache] ---- */
 
 struct origins {
 	struct cairn_http_origin o[CAIRN_HTTP_MAX_ORIGINS];
@@ -177,6 +180,8 @@ static int build_remote_stack(const char *url, const struct cairn_open_opts *o, 
 	if (rc < 0)
 		return rc;
 	http = dev;
+	if (o->offset)
+		WRAP(cairn_bdev_offset_new(dev, o->offset, 0, &up_), "offset");
 	if (o->fault) {
 		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
 		*fault = dev;

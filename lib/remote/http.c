@@ -413,9 +413,13 @@ static enum outcome check_mirror(struct http_bdev *h, CURL *e, struct origin *o,
 		}
 	}
 	if (r == OK) {
+		/* Another thread may have checked it meanwhile: its result stands, as
+		 * readers use the validator without the lock once known is set. */
 		pthread_mutex_lock(&h->lock);
-		snprintf(o->validator, sizeof(o->validator), "%s", validator_of(&x));
-		o->known = 1;
+		if (!o->known) {
+			snprintf(o->validator, sizeof(o->validator), "%s", validator_of(&x));
+			o->known = 1;
+		}
 		pthread_mutex_unlock(&h->lock);
 	}
 	free(tmp);

@@ -35,7 +35,8 @@ echo other > "$NET/other.txt"
   fail "mkfs of the other image"
 head -c 10000 /dev/urandom > "$NET/www/junk.bin"
 
-nginx_start web "$NET/www" || fail "nginx did not start"
+nginx_start web "$NET/www" 'location = /moved.cairn { return 302 /img.cairn; }' ||
+  fail "nginx did not start"
 URL=http://127.0.0.1:$web_PORT/img.cairn
 
 # info: one request, for the head.
@@ -57,6 +58,14 @@ bounded "$CAIRN" bench read "$URL" >/dev/null 2>&1 || fail "bench read over http
 bounded "$CAIRN" cat --connections 8 --stats "$URL" /big.bin 2>"$NET/stats" |
   cmp - "$src/big.bin" || fail "cat with 8 connections"
 grep -q "^http: .* 0 failed reads" "$NET/stats" || fail "no http stats line: $(cat "$NET/stats")"
+
+# A redirect is followed, as curl -L does.
+bounded "$CAIRN" cat "http://127.0.0.1:$web_PORT/moved.cairn" /dir/text.txt |
+  cmp - "$src/dir/text.txt" || fail "cat through a 302"
+# An image inside a bigger file, at --offset.
+{ head -c 8192 /dev/zero; cat "$NET/www/img.cairn"; } > "$NET/www/padded.bin"
+bounded "$CAIRN" cat --offset 8192 "http://127.0.0.1:$web_PORT/padded.bin" /big.bin |
+  cmp - "$src/big.bin" || fail "cat --offset over http"
 
 # Refusals name the reason.
 bounded "$CAIRN" info "http://127.0.0.1:$web_PORT/missing.cairn" 2>"$NET/err" && fail "404 opened"

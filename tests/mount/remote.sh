@@ -1,5 +1,6 @@
 #!/bin/sh
 # Remote images through a real FUSE mount, served by nginx on 127.0.0.1:
+# - a mount and its first lookups cost at most 2 requests;
 # - the JDK from nginx runs java, and the tree matches the source byte for byte;
 # - the primary stops mid-run: its mirror takes over (failovers counted);
 # - the origin stops mid-run: files in the disk cache still read, others give
@@ -30,6 +31,15 @@ nginx_start web2 "$NET/www2" || fail "nginx (mirror)"
 URL=http://127.0.0.1:$web_PORT/jdk.cairn
 URL2=http://127.0.0.1:$web2_PORT/jdk.cairn
 DC=$WORK/dc
+
+# 0. A remote mount opens, and answers its first lookups, in at most 2 requests.
+M=$WORK/m0
+mnt "$M" "$URL" -o stats="$WORK/s0" || fail "mount $URL"
+ls "$M" "$M/bin" > /dev/null || fail "ls of the mount"
+umnt "$M"
+wait_file "$WORK/s0" || fail "no stats"
+[ "$(stat_of "$WORK/s0" http_requests)" -le 2 ] ||
+  fail "mount + ls sent $(stat_of "$WORK/s0" http_requests) requests (more than 2)"
 
 # 1. java from the mount, then half the tree; the primary goes away; the rest
 #    (and a byte-for-byte comparison of everything) comes from the mirror.
