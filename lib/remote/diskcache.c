@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -531,15 +532,15 @@ int cairn_diskcache_key(struct cairn_bdev *dev, char *out, size_t out_len)
 {
 	uint8_t head[4096];
 	size_t n = cairn_bdev_size(dev) < sizeof(head) ? (size_t)cairn_bdev_size(dev) : sizeof(head);
-	const struct cairn_disk_super *sb = (const void *)head;
+	const uint8_t *uu = head + offsetof(struct cairn_disk_super, uuid);
 	char uuid[33] = "raw";
 	int rc = cairn_bdev_read_full(dev, head, n, 0);
 
 	if (rc < 0)
 		return rc;
-	if (n >= sizeof(*sb) && !memcmp(sb->magic, CAIRN_MAGIC_BYTES, 8))
+	if (n >= sizeof(struct cairn_disk_super) && !memcmp(head, CAIRN_MAGIC_BYTES, 8))
 		for (int i = 0; i < 16; i++)
-			snprintf(uuid + 2 * i, 3, "%02x", sb->uuid[i]);
+			snprintf(uuid + 2 * i, 3, "%02x", uu[i]);
 	if (snprintf(out, out_len, "%s-%" PRIx64 "-%016llx", uuid, cairn_bdev_size(dev),
 		     (unsigned long long)XXH3_64bits(head, n)) >= (int)out_len)
 		return -ENAMETOOLONG;

@@ -443,8 +443,8 @@ static int backoff(struct http_bdev *h, unsigned n, uint64_t deadline)
 	uint64_t d = h->backoff_ns, now = now_ns();
 	struct timespec ts;
 
-	for (unsigned i = 0; i < n && d < BACKOFF_CAP; i++)
-		d *= 2;
+	for (unsigned i = 1; i < n && d < BACKOFF_CAP; i++)
+		d *= 2; /* retry n waits backoff * 2^(n-1) */
 	if (d > BACKOFF_CAP)
 		d = BACKOFF_CAP;
 	if (now + d >= deadline)
