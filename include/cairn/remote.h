@@ -116,6 +116,16 @@ struct cairn_diskcache_stats {
 };
 int cairn_bdev_diskcache_stats(struct cairn_bdev *dev, struct cairn_diskcache_stats *out);
 
+/* Offline opens: cairn_diskcache_remember() notes that `url` was the image with
+ * this key and size (DIR/.origins/HASH, written to a tmp name and renamed);
+ * cairn_bdev_diskcache_offline() then opens a disk cache device for url from
+ * that note, over a device that fails every read with -EIO, so what DIR holds
+ * is served while the server cannot be reached (possibly an older version of
+ * the image than the server has now). -ENOENT when nothing was noted. */
+int cairn_diskcache_remember(const char *dir, const char *url, const char *key, uint64_t size);
+int cairn_bdev_diskcache_offline(const struct cairn_diskcache_config *cfg, const char *url,
+				 struct cairn_bdev **out);
+
 /* The disk cache key of an image: "UUID-SIZE-HEADHASH" from its first bytes (the
  * superblock), so a changed image never meets the old one's chunks. */
 int cairn_diskcache_key(struct cairn_bdev *dev, char *out, size_t out_len);

@@ -146,8 +146,9 @@ static int open_http(const char *url, const struct cairn_open_opts *o, char *why
 
 /* The disk cache above *dev, keyed by the image's head (read from the http
  * device's memory, so it costs no request). */
-static int wrap_diskcache(struct cairn_bdev *head_dev, const struct cairn_remote_opts *r,
-			  char *why, size_t why_len, struct cairn_bdev **dev)
+static int wrap_diskcache(const char *url, struct cairn_bdev *head_dev,
+			  const struct cairn_remote_opts *r, char *why, size_t why_len,
+			  struct cairn_bdev **dev)
 {
 	struct cairn_diskcache_config dc = { .dir = r->cache_dir, .max_bytes = r->cache_max,
 					     .chunk_bytes = r->cache_chunk };
@@ -159,6 +160,8 @@ static int wrap_diskcache(struct cairn_bdev *head_dev, const struct cairn_remote
 		dc.key = key;
 		rc = cairn_bdev_diskcache_new(*dev, &dc, &up);
 	}
+	if (rc == 0) /* for an open while the server is down; without it only that fails */
+		cairn_diskcache_remember(r->cache_dir, url, key, cairn_bdev_size(head_dev));
 	if (rc < 0) {
 		snprintf(why, why_len, "cannot set up the disk cache in %s: %s", r->cache_dir,
 			 cairn_strerror(rc));
@@ -166,6 +169,24 @@ static int wrap_diskcache(struct cairn_bdev *head_dev, const struct cairn_remote
 	}
 	*dev = up;
 	return 0;
+}
+
+/* The server cannot be reached: serve what the disk cache holds of the image an
+ * earlier open of url found there (reads of anything else give EIO). */
+static int open_offline(const char *url, const struct cairn_open_opts *o, char *why,
+			size_t why_len, struct cairn_bdev **out, int net_rc)
+{
+	struct cairn_diskcache_config dc = { .dir = o->remote.cache_dir,
+					     .max_bytes = o->remote.cache_max,
+					     .chunk_bytes = o->remote.cache_chunk };
+	int rc = cairn_bdev_diskcache_offline(&dc, url, out);
+
+	if (rc == -ENOENT)
+		return net_rc; /* never opened here before: the network error stands */
+	if (rc < 0)
+		snprintf(why, why_len, "server unreachable, and the disk cache in %s: %s",
+			 o->remote.cache_dir, cairn_strerror(rc));
+	return rc;
 }
 
 static int build_remote_stack(const char *url, const struct cairn_open_opts *o, char *why,
@@ -177,6 +198,8 @@ static int build_remote_stack(const char *url, const struct cairn_open_opts *o, 
 
 	*stats = *fault = NULL;
 	rc = open_http(url, o, why, why_len, &dev);
+	if (rc == -EIO && o->remote.cache_dir)
+		return open_offline(url, o, why, why_len, out, rc);
 	if (rc < 0)
 		return rc;
 	http = dev;
@@ -198,7 +221,7 @@ static int build_remote_stack(const char *url, const struct cairn_open_opts *o, 
 	WRAP(cairn_bdev_stats_new(dev, &up_), "stats");
 	*stats = dev;
 	if (o->remote.cache_dir) {
-		rc = wrap_diskcache(http, &o->remote, why, why_len, &dev);
+		rc = wrap_diskcache(url, http, &o->remote, why, why_len, &dev);
 		if (rc < 0)
 			goto fail;
 	}

@@ -546,3 +546,85 @@ int cairn_diskcache_key(struct cairn_bdev *dev, char *out, size_t out_len)
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+/* ---- offline opens ---- */
+
+static void origin_note_path(const char *dir, const char *url, char *out, size_t len)
+{
+	snprintf(out, len, "%s/.origins/%016llx", dir,
+		 (unsigned long long)XXH3_64bits(url, strlen(url)));
+}
+
+int cairn_diskcache_remember(const char *dir, const char *url, const char *key, uint64_t size)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 32], line[512];
+	int fd, n, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/.origins", dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	origin_note_path(dir, url, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	n = snprintf(line, sizeof(line), "%s %" PRIu64 "\n", key, size);
+	if (n >= (int)sizeof(line))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, (size_t)n) != n)
+		rc = -EIO;
+	if (close(fd) < 0 && !rc)
+		rc = -EIO;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/* The device under an offline disk cache: the image's size, and no bytes. */
+static ssize_t offline_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	return -EIO;
+}
+
+static void offline_close(struct cairn_bdev *dev)
+{
+	free(dev);
+}
+
+static const struct cairn_bdev_ops offline_ops = {
+	.name = "offline",
+	.read = offline_read,
+	.close = offline_close,
+};
+
+int cairn_bdev_diskcache_offline(const struct cairn_diskcache_config *cfg, const char *url,
+				 struct cairn_bdev **out)
+{
+	struct cairn_diskcache_config c = *cfg;
+	char path[PATH_MAX], key[NAME_MAX + 1];
+	unsigned long long size;
+	struct cairn_bdev *off;
+	FILE *f;
+	int rc;
+
+	origin_note_path(cfg->dir, url, path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ENOENT : -errno;
+	rc = fscanf(f, "%255s %llu", key, &size) == 2 && size ? 0 : -ENOENT;
+	fclose(f);
+	if (rc < 0)
+		return rc;
+	off = calloc(1, sizeof(*off));
+	if (!off)
+		return -ENOMEM;
+	off->ops = &offline_ops;
+	off->size = size;
+	c.key = key;
+	rc = cairn_bdev_diskcache_new(off, &c, out);
+	if (rc < 0)
+		free(off);
+	return rc;
+}

@@ -4,7 +4,8 @@
 # - the JDK from nginx runs java, and the tree matches the source byte for byte;
 # - the primary stops mid-run: its mirror takes over (failovers counted);
 # - the origin stops mid-run: files in the disk cache still read, others give
-#   EIO (bounded), and the daemon stays up;
+#   EIO (bounded), and the daemon stays up; a mount made with the origin down
+#   serves what the cache holds;
 # - a remount reads what the disk cache holds without the network;
 # - the image replaced on the server mid-mount: EIO, never the new bytes;
 # - the disk cache stays within cache_max under a walk of twice its size;
@@ -79,6 +80,14 @@ grep -q "Input/output error" "$WORK/err" || fail "uncached read: not EIO: $(cat 
 [ -n "$(daemons_of "$M")" ] || fail "the daemon died"
 ls "$M/lib" > /dev/null || fail "the mount stopped answering"
 umnt "$M"
+# A mount made while the server is down serves what the cache holds.
+mnt "$M" "$URL2" -o cache_dir="$DC3",timeout=2s,retries=1 || fail "offline mount"
+cmp "$JDK/lib/libjava.so" "$M/lib/libjava.so" || fail "offline mount: a cached file"
+cat "$M/lib/modules" > /dev/null 2>&1 && fail "offline mount: an uncached file read"
+umnt "$M"
+"$CAIRN" info --cache-dir "$DC3" --timeout 2s "$URL2" > /dev/null || fail "offline info"
+"$CAIRN" info --cache-dir "$WORK/empty-dc" --timeout 2s "$URL2" 2>/dev/null &&
+  fail "an offline open with nothing cached worked"
 
 # 4. The image is replaced on the server while mounted: EIO, never new bytes.
 mkdir -p "$WORK/alt/lib"
