@@ -58,6 +58,14 @@ bounded "$CAIRN" bench read "$URL" >/dev/null 2>&1 || fail "bench read over http
 bounded "$CAIRN" cat --connections 8 --stats "$URL" /big.bin 2>"$NET/stats" |
   cmp - "$src/big.bin" || fail "cat with 8 connections"
 grep -q "^http: .* 0 failed reads" "$NET/stats" || fail "no http stats line: $(cat "$NET/stats")"
+# Kept alive: far fewer connections than requests.
+lines0=$(wc -l < "$NET/web/access.log")
+bounded "$CAIRN" cat --connections 2 "$URL" /big.bin /dir/text.txt > /dev/null || fail "cat"
+tail -n +$((lines0 + 1)) "$NET/web/access.log" > "$NET/run.log"
+reqs=$(wc -l < "$NET/run.log")
+conns=$(awk '{ print $5 }' "$NET/run.log" | sort -u | wc -l)
+[ "$reqs" -ge 3 ] && [ "$conns" -le 2 ] ||
+  fail "$reqs requests on $conns connections (keep-alive, at most 2 connections)"
 
 # A redirect is followed, as curl -L does.
 bounded "$CAIRN" cat "http://127.0.0.1:$web_PORT/moved.cairn" /dir/text.txt |
