@@ -22,6 +22,7 @@ bench/report.py includes in docs/BENCHMARKS.md as is).
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -208,6 +209,8 @@ REMOTE = ("empty", "warm", "oempty", "owarm")
 
 
 def main():
+    # SIGTERM (bench/run.sh passes signals on) unwinds like an error: mounts and nginx go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=3)
@@ -266,7 +269,8 @@ def med(xs):
 
 HEADER = """# Remote images (issue 13)
 
-`bench/remote.py` (run by hand: `python3 bench/remote.py --runs 3 --out docs/bench/remote.md`).
+`bench/remote.py`, run by `make bench` before the rest (or by hand: `python3
+bench/remote.py --runs 3 --out docs/bench/remote.md`).
 nginx serves the images from tmpfs on 127.0.0.1 with `limit_rate 100m` (100 MB/s per
 connection), and cairn's own delay layer adds **20 ms to every HTTP request**
 (`-o delay=20ms` sits right above the http device, one delay channel per connection: 4);
