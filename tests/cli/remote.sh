@@ -132,7 +132,7 @@ grep -q "ignores range requests" "$NET/err" || fail "norange not named: $(cat "$
 fault_stop flt
 
 # A server that starts hanging mid-read: EIO, never a hang.
-fault_start flt "$NET/fimg" slow=2000000 || fail "fault server"
+fault_start flt "$NET/fimg" slow=500000 || fail "fault server"
 FURL=http://127.0.0.1:$flt_PORT/img.cairn
 ( sleep 0.5; echo hang > "$NET/flt/pid.mode" ) & bg=$!
 bounded "$CAIRN" cat --timeout 2s --stats "$FURL" /big.bin >/dev/null 2>"$NET/stats" &&
@@ -153,9 +153,9 @@ fault_stop flt
 
 # The image changes on the server after the open: EIO, never mixed bytes.
 for change in "etag=v2" "size=2000000"; do
-  fault_start flt "$NET/fimg" slow=2000000 || fail "fault server"
+  fault_start flt "$NET/fimg" slow=500000 || fail "fault server"
   FURL=http://127.0.0.1:$flt_PORT/img.cairn
-  ( sleep 0.5; echo "$change slow=2000000" > "$NET/flt/pid.mode" ) & bg=$!
+  ( sleep 0.5; echo "$change slow=500000" > "$NET/flt/pid.mode" ) & bg=$!
   bounded "$CAIRN" cat --stats "$FURL" /big.bin >"$NET/changed.out" 2>"$NET/stats" &&
     fail "'$change' during a read went unnoticed"
   wait $bg

@@ -130,14 +130,16 @@ wait_file "$WORK/s5" || fail "no stats"
 [ "$(stat_of "$WORK/s5" diskcache_evicted)" -ge 1 ] || fail "nothing was evicted"
 
 # 6. kill -9 mid-fetch, then damage: the next mount reads the right bytes.
-fault_start slow "$NET/www4/big.cairn" slow=4000000 || fail "fault server"
+# 1 MB/s per connection: the 48 MB take at least 12 s, the kill comes after 2.
+fault_start slow "$NET/www4/big.cairn" slow=1000000 || fail "fault server"
 SURL=http://127.0.0.1:$slow_PORT/big.cairn
 DC6=$WORK/dc6
 M=$WORK/m6
 mnt "$M" "$SURL" -o cache_dir="$DC6",timeout=30s || fail "mount 6"
-cat "$M/f1" > /dev/null &
+cat "$M"/f* > /dev/null 2>&1 &
 reader=$!
 sleep 2
+kill -0 $reader 2>/dev/null || fail "the reader finished before the kill"
 for p in $(daemons_of "$M"); do kill -9 "$p"; done
 wait $reader 2>/dev/null
 fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
