@@ -160,8 +160,10 @@ static int wrap_diskcache(const char *url, struct cairn_bdev *head_dev,
 		dc.key = key;
 		rc = cairn_bdev_diskcache_new(*dev, &dc, &up);
 	}
-	if (rc == 0) /* for an open while the server is down; without it only that fails */
-		cairn_diskcache_remember(r->cache_dir, url, key, cairn_bdev_size(head_dev));
+	/* For an open while the server is down (without the note only that fails).
+	 * The size is the cached device's, so chunk lengths match then. */
+	if (rc == 0)
+		cairn_diskcache_remember(r->cache_dir, url, key, cairn_bdev_size(up));
 	if (rc < 0) {
 		snprintf(why, why_len, "cannot set up the disk cache in %s: %s", r->cache_dir,
 			 cairn_strerror(rc));

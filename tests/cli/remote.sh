@@ -166,4 +166,18 @@ for change in "etag=v2" "size=2000000"; do
   rm -f "$NET/flt/pid.mode"
   fault_stop flt
 done
+# With the server gone, the disk cache still serves what it holds (at --offset
+# too, up to the image's last chunk).
+fault_start flt "$NET/www/padded.bin" || fail "fault server"
+PURL=http://127.0.0.1:$flt_PORT/padded.bin
+all="/big.bin /dir/text.txt /dir/small"
+cat "$src/big.bin" "$src/dir/text.txt" "$src/dir/small" > "$NET/all.want"
+# shellcheck disable=SC2086
+bounded "$CAIRN" cat --offset 8192 --cache-dir "$NET/dc" "$PURL" $all | cmp - "$NET/all.want" ||
+  fail "cat --offset with a disk cache"
+fault_stop flt
+# shellcheck disable=SC2086
+bounded "$CAIRN" cat --offset 8192 --cache-dir "$NET/dc" --timeout 2s --stats "$PURL" $all \
+  2>"$NET/stats" | cmp - "$NET/all.want" || fail "offline cat from the disk cache: $(cat "$NET/stats")"
+grep -q "diskcache: .* 0 misses" "$NET/stats" || fail "offline: $(cat "$NET/stats")"
 echo "remote: all passed"
