@@ -247,9 +247,9 @@ def main():
             with open(args.out, "w") as f:
                 f.write(HEADER + "\n" + text)
     finally:
-        b.cleanup()
         if ng:
-            ng.stop()
+            ng.stop()  # before cleanup(), which removes its pid file
+        b.cleanup()
 
 
 def trace_bytes(b, key):
