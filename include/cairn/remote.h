@@ -17,6 +17,10 @@
 #include <stdint.h>
 #include <cairn/bdev.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* 1 when path is an http://, https:// or s3:// URL (case-insensitive scheme). */
 int cairn_url_is_remote(const char *path);
 
@@ -129,5 +133,9 @@ int cairn_bdev_diskcache_offline(const struct cairn_diskcache_config *cfg, const
 /* The disk cache key of an image: "UUID-SIZE-HEADHASH" from its first bytes (the
  * superblock), so a changed image never meets the old one's chunks. */
 int cairn_diskcache_key(struct cairn_bdev *dev, char *out, size_t out_len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -140,8 +140,11 @@ static int open_http(const char *url, const struct cairn_open_opts *o, char *why
 		return rc;
 	cfg.origins = og.o;
 	cfg.n_origins = og.n;
+	/* The first request serves what opening reads first: the verify device's
+	 * head (block 0 and the digest table) or, unverified, the first segment. */
 	if (!cfg.head_bytes)
-		cfg.head_bytes = o->cache.segment_size ? o->cache.segment_size : 128 * 1024;
+		cfg.head_bytes = !o->verify.off ? CAIRN_VERIFY_HEAD_BYTES :
+			o->cache.segment_size ? o->cache.segment_size : 128 * 1024;
 	if (!cfg.report) {
 		cfg.report = layer_why;
 		cfg.report_ctx = &wb;
