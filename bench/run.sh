@@ -45,7 +45,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$out"
+mkdir -p "$out/bench"
+# Remote images first (bench/remote.py, nginx on 127.0.0.1): its page, bench/remote.md,
+# is included by the report bench.py writes at its end. A failure skips only it.
+if command -v nginx >/dev/null 2>&1; then
+  runs=3; [ "$mode" = quick ] && runs=1
+  nice -n "${BENCH_NICE:--5}" /usr/bin/python3 -B "$here/remote.py" --build "$build" \
+    --runs "$runs" --out "$out/bench/remote.md" >/dev/null ||
+    echo "bench: remote images failed; bench/remote.md left as it was" >&2
+fi
 # A little priority over background compiles keeps scheduling noise out of the figures
 # (BENCH_NICE=0 to turn off). Every workload and daemon inherits it.
 # The driver runs in the background so a signal to this script can be passed on to it

@@ -15,9 +15,12 @@ libcmocka-dev libfuse3-dev fuse3 attr acl python3 libclang-rt-14-dev openjdk-17-
 libcap2-bin libcurl4-openssl-dev libssl-dev"
 case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
-qemu-utils python3 default-jdk-headless" ;;
-  # HTTP servers and a proxy for the remote-image tests (127.0.0.1 only).
-  test) PKGS="$PKGS qemu-utils nginx-light squid" ;;
+qemu-utils python3 default-jdk-headless nginx-light curl" ;;
+  # remote-image tests: nginx (origin), squid (caching proxy), openssl (a
+  # self-signed certificate), node + npm (s3rver, installed by the test itself;
+  # Debian's only when no npm is there, as another node may bring its own)
+  test) PKGS="$PKGS qemu-utils nginx-light squid openssl"
+        command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm" ;;
 esac
 if [ "$list" -eq 1 ]; then
   printf '%s\n' $PKGS

@@ -14,4 +14,5 @@
 #include <cairn/extract.h>
 #include <cairn/ramfs.h>
 #include <cairn/ns.h>
+#include <cairn/remote.h>
 #endif

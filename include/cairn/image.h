@@ -23,6 +23,7 @@ extern "C" {
 #include <cairn/cache.h>
 #include <cairn/types.h>
 #include <cairn/verify.h>
+#include <cairn/remote.h>
 
 struct cairn_image;
 
@@ -178,9 +179,24 @@ int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, co
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 
+/* How a URL is opened (include/cairn/remote.h). The stack builder fills
+ * http.origins from the URL and the mirrors (s3:// ones resolved with s3), and
+ * http.head_bytes from the cache's segment size when it is 0. */
+struct cairn_remote_opts {
+	struct cairn_http_config http;
+	const char *mirrors[CAIRN_HTTP_MAX_ORIGINS - 1]; /* -o mirror=URL, in order */
+	unsigned n_mirrors;
+	struct cairn_s3_config s3;
+	const char *cache_dir;                   /* NULL = no disk cache */
+	uint64_t cache_max;                      /* 0 = 1 GiB */
+	size_t cache_chunk;                      /* 0 = 128 KiB */
+};
+
 /*
  * Convenience: build the stack file -> [offset] -> [fault] -> [delay] -> stats ->
  * [qcow2] -> [verify] -> cache -> image from options, as the CLI and the mount do.
+ * A path that is an http://, https:// or s3:// URL gets http -> [offset] ->
+ * [fault] -> [delay] -> stats -> [diskcache] -> [verify] -> cache -> image.
  */
 struct cairn_open_opts {
 	struct cairn_cache_config cache;
@@ -193,6 +209,7 @@ struct cairn_open_opts {
 	 * verify device then sits under the cache. */
 	struct cairn_verify_config verify;
 	size_t chunk_cache;                      /* decompressed-chunk budget; 0 = default */
+	struct cairn_remote_opts remote;
 };
 int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
 			  struct cairn_image **out);

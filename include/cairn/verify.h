@@ -25,6 +25,10 @@ extern "C" {
 #define CAIRN_DIGEST_LEN 32
 /* "sha256:" + 64 hex digits + NUL */
 #define CAIRN_DIGEST_TEXT_LEN 72
+/* The verify device's first read at offset 0: block 0 and the digest table of an
+ * image up to about 1 GiB, in one request (a remote device's first request is
+ * made this large too, so opening costs one round trip). */
+#define CAIRN_VERIFY_HEAD_BYTES (256u << 10)
 
 /* SHA-256 of n bytes. */
 void cairn_sha256(const void *p, size_t n, uint8_t out[CAIRN_DIGEST_LEN]);

@@ -3,7 +3,12 @@
  * Opening an image by path: builds the device stack
  *   file -> [offset] -> [fault] -> [delay] -> stats -> [qcow2] -> [verify] -> cache
  *   -> image
- * from cairn_open_opts, as the CLI and the mount do. Each wrapper takes the
+ * from cairn_open_opts, as the CLI and the mount do; for a URL
+ *   http -> [offset] -> [fault] -> [delay] -> stats -> [diskcache] -> [qcow2]
+ *   -> [verify] -> cache
+ * (build_remote_stack: the delay emulates the network, stats count what crossed
+ * it, and the disk cache keeps it; bytes are verified as they leave it for the
+ * segment cache). Each wrapper takes the
  * device below it on success; on failure we close what we built so far.
  * qcow2 sits above delay and stats: the emulated disk is the file, so its L2
  * table reads pay the delay and count as device requests like any other read.
@@ -16,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <strings.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
 #include <cairn/error.h>
+#include <cairn/remote.h>
 #include "image_int.h"
 #include "util/util_int.h"
 
@@ -40,8 +47,8 @@ struct why_buf {
 	size_t len;
 };
 
-/* The qcow2 layer's reason for a refusal becomes the open error's text. */
-static void qcow2_why(void *ctx, const char *msg)
+/* A layer's reason for a refusal (qcow2, http) becomes the open error's text. */
+static void layer_why(void *ctx, const char *msg)
 {
 	struct why_buf *w = ctx;
 
@@ -62,7 +69,7 @@ static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *w
 	if (!copy)
 		return -ENOMEM;
 	if (!cfg.report) {
-		cfg.report = qcow2_why;
+		cfg.report = layer_why;
 		cfg.report_ctx = &wb;
 	}
 	rc = cairn_bdev_qcow2_new(*dev, dirname(copy), &cfg, &q);
@@ -75,6 +82,167 @@ static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *w
 	}
 	*dev = q;
 	return 0;
+}
+
+/* ---- remote images: http -> [offset] -> [fault] -> [delay] -> stats -> [diskcache] ---- */
+
+struct origins {
+	struct cairn_http_origin o[CAIRN_HTTP_MAX_ORIGINS];
+	char *store[CAIRN_HTTP_MAX_ORIGINS];
+	unsigned n;
+};
+
+static void origins_free(struct origins *og)
+{
+	for (unsigned i = 0; i < og->n; i++)
+		free(og->store[i]);
+}
+
+/* The URL, then the mirrors; s3:// ones become signed https origins. */
+static int resolve_origins(const char *url, const struct cairn_remote_opts *r, char *why,
+			   size_t why_len, struct origins *og)
+{
+	og->n = 0;
+	for (unsigned i = 0; i <= r->n_mirrors && i < CAIRN_HTTP_MAX_ORIGINS; i++) {
+		const char *u = i ? r->mirrors[i - 1] : url;
+		int rc = 0;
+
+		og->store[og->n] = NULL;
+		if (!cairn_url_is_remote(u)) {
+			snprintf(why, why_len, "mirror '%s' is not an http://, https:// or s3:// URL", u);
+			rc = -EINVAL;
+		} else if (!strncasecmp(u, "s3://", 5)) {
+			rc = cairn_s3_origin(u, &r->s3, &og->o[og->n], &og->store[og->n]);
+			if (rc == -EINVAL)
+				snprintf(why, why_len, "'%s' is not s3://BUCKET/KEY", u);
+		} else {
+			og->o[og->n] = (struct cairn_http_origin){ .url = u };
+		}
+		if (rc < 0) {
+			free(og->store[og->n]);
+			origins_free(og);
+			return rc;
+		}
+		og->n++;
+	}
+	return 0;
+}
+
+static int open_http(const char *url, const struct cairn_open_opts *o, char *why,
+		     size_t why_len, struct cairn_bdev **out)
+{
+	struct cairn_http_config cfg = o->remote.http;
+	struct why_buf wb = { why, why_len };
+	struct origins og;
+	int rc = resolve_origins(url, &o->remote, why, why_len, &og);
+
+	if (rc < 0)
+		return rc;
+	cfg.origins = og.o;
+	cfg.n_origins = og.n;
+	/* The first request serves what opening reads first: the verify device's
+	 * head (block 0 and the digest table) or, unverified, the first segment. */
+	if (!cfg.head_bytes)
+		cfg.head_bytes = !o->verify.off ? CAIRN_VERIFY_HEAD_BYTES :
+			o->cache.segment_size ? o->cache.segment_size : 128 * 1024;
+	if (!cfg.report) {
+		cfg.report = layer_why;
+		cfg.report_ctx = &wb;
+	}
+	rc = cairn_bdev_http_new(&cfg, out);
+	origins_free(&og);
+	return rc;
+}
+
+/* The disk cache above *dev, keyed by the image's head (read from the http
+ * device's memory, so it costs no request). */
+static int wrap_diskcache(const char *url, struct cairn_bdev *head_dev,
+			  const struct cairn_remote_opts *r, char *why, size_t why_len,
+			  struct cairn_bdev **dev)
+{
+	struct cairn_diskcache_config dc = { .dir = r->cache_dir, .max_bytes = r->cache_max,
+					     .chunk_bytes = r->cache_chunk };
+	struct cairn_bdev *up = NULL;
+	char key[128];
+	int rc = cairn_diskcache_key(head_dev, key, sizeof(key));
+
+	if (rc == 0) {
+		dc.key = key;
+		rc = cairn_bdev_diskcache_new(*dev, &dc, &up);
+	}
+	/* For an open while the server is down (without the note only that fails).
+	 * The size is the cached device's, so chunk lengths match then. */
+	if (rc == 0)
+		cairn_diskcache_remember(r->cache_dir, url, key, cairn_bdev_size(up));
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot set up the disk cache in %s: %s", r->cache_dir,
+			 cairn_strerror(rc));
+		return rc;
+	}
+	*dev = up;
+	return 0;
+}
+
+/* The server cannot be reached: serve what the disk cache holds of the image an
+ * earlier open of url found there (reads of anything else give EIO). */
+static int open_offline(const char *url, const struct cairn_open_opts *o, char *why,
+			size_t why_len, struct cairn_bdev **out, int net_rc)
+{
+	struct cairn_diskcache_config dc = { .dir = o->remote.cache_dir,
+					     .max_bytes = o->remote.cache_max,
+					     .chunk_bytes = o->remote.cache_chunk };
+	int rc = cairn_bdev_diskcache_offline(&dc, url, out);
+
+	if (rc == -ENOENT)
+		return net_rc; /* never opened here before: the network error stands */
+	if (rc < 0)
+		snprintf(why, why_len, "server unreachable, and the disk cache in %s: %s",
+			 o->remote.cache_dir, cairn_strerror(rc));
+	return rc;
+}
+
+static int build_remote_stack(const char *url, const struct cairn_open_opts *o, char *why,
+			      size_t why_len, struct cairn_bdev **out, struct cairn_bdev **stats,
+			      struct cairn_bdev **fault)
+{
+	struct cairn_bdev *dev = NULL, *http;
+	int rc;
+
+	*stats = *fault = NULL;
+	rc = open_http(url, o, why, why_len, &dev);
+	if (rc == -EIO && o->remote.cache_dir)
+		return open_offline(url, o, why, why_len, out, rc);
+	if (rc < 0)
+		return rc;
+	http = dev;
+	if (o->offset)
+		WRAP(cairn_bdev_offset_new(dev, o->offset, 0, &up_), "offset");
+	if (o->fault) {
+		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
+		*fault = dev;
+	}
+	if (o->delay.latency_ns || o->delay.bandwidth_bps) {
+		/* An emulated far server: the latency is paid on each connection, so
+		 * as many requests are in flight as there are connections. */
+		struct cairn_delay_config dc = o->delay;
+
+		if (!dc.channels)
+			dc.channels = o->remote.http.connections ? o->remote.http.connections : 4;
+		WRAP(cairn_bdev_delay_new(dev, &dc, &up_), "delay");
+	}
+	WRAP(cairn_bdev_stats_new(dev, &up_), "stats");
+	*stats = dev;
+	if (o->remote.cache_dir) {
+		rc = wrap_diskcache(url, http, &o->remote, why, why_len, &dev);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = dev;
+	return 0;
+fail:
+	cairn_bdev_close(dev);
+	*stats = *fault = NULL;
+	return rc;
 }
 
 static int build_stack(const char *path, const struct cairn_open_opts *o, char *why,
@@ -234,7 +402,10 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 	why[0] = '\0';
 	if (!opts)
 		opts = &defaults;
-	rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
+	if (cairn_url_is_remote(path))
+		rc = build_remote_stack(path, opts, why, why_len, &dev, &stats, &fault);
+	else
+		rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
 	if (rc < 0)
 		return rc;
 	if (opts->verify.off)

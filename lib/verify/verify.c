@@ -21,7 +21,7 @@
 #include <cairn/error.h>
 #include "verify/verify_int.h"
 
-#define HEAD_READ (256u << 10) /* block 0 + the table of an image up to ~1 GiB */
+#define HEAD_READ CAIRN_VERIFY_HEAD_BYTES
 
 struct verify_dev {
 	struct cairn_bdev base;

@@ -52,6 +52,13 @@ struct cairn_image *cli_open_image(const char *cmd, const char *path,
  * <strerror>". what may be NULL. */
 void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
 		 int err);
+/* A remote-image option (connections, timeout, retries, mirror, proxy, cacert,
+ * insecure, http1, cache_dir, cache_max, cache_chunk, s3_*): 1 when taken, 0 when
+ * key is not one, -1 after printing an error. val may be NULL for the flags. */
+int cli_remote_opt(struct cairn_open_opts *o, const char *cmd, const char *key, const char *val);
+/* http and disk cache counters of the stack under dev, if it has them: one line
+ * each, or "key value" lines when style is "kv" (the mount's stats file). */
+void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style);
 /* Print IO counters to stderr if --stats was given. */
 void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img);
 

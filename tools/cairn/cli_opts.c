@@ -22,7 +22,18 @@ const char cli_image_opts_help[] =
 	"  --stats            print device and cache counters to stderr at exit\n"
 	"  --digest sha256:HEX  refuse the image unless its root digest is HEX\n"
 	"  --verify MODE      on (default): check every byte read against the image's\n"
-	"                     SHA-256 digests; none: do not (unsafe for untrusted storage)\n";
+	"                     SHA-256 digests; none: do not (unsafe for untrusted storage)\n"
+	"remote images (IMAGE is http://, https:// or s3://BUCKET/KEY):\n"
+	"  --connections N    parallel kept-alive connections (default 4)\n"
+	"  --timeout TIME     a read fails with EIO after TIME, retries included (default 10s)\n"
+	"  --retries N        attempts after a failed one (default 4)\n"
+	"  --mirror URL       another server with the same image (repeatable)\n"
+	"  --proxy URL        HTTP proxy (default: the http_proxy/https_proxy environment)\n"
+	"  --cacert FILE      trust the CA certificates in FILE; --insecure: trust any\n"
+	"  --http1            never negotiate HTTP/2\n"
+	"  --cache-dir DIR    persistent disk cache of the image's bytes\n"
+	"  --cache-max SIZE   disk cache bound for all of DIR (default 1G)\n"
+	"  --s3-endpoint URL, --s3-region R, --s3-profile P   for s3:// (else AWS_* env)\n";
 
 void cli_err(const char *cmd, const char *fmt, ...)
 {
@@ -150,6 +161,96 @@ static int fault_opt_parse(struct cli_image_opts *o, const char *opt, const char
 	return 1;
 }
 
+/* A remote-image option: the same keys for `-o key=val` (mount) and
+ * `--key val` (other commands, '-' for '_'). Returns 1 when taken, 0 when
+ * key is not one, -1 after printing an error. */
+int cli_remote_opt(struct cairn_open_opts *o, const char *cmd, const char *key, const char *val)
+{
+	struct cairn_remote_opts *r = &o->remote;
+	uint64_t v;
+	char *end;
+
+	if (!strcmp(key, "insecure") || !strcmp(key, "http1")) {
+		*(key[0] == 'i' ? &r->http.insecure : &r->http.http1) = 1;
+		return 1;
+	}
+	if (strcmp(key, "connections") && strcmp(key, "retries") && strcmp(key, "timeout") &&
+	    strcmp(key, "mirror") && strcmp(key, "proxy") && strcmp(key, "cacert") &&
+	    strcmp(key, "cache_dir") && strcmp(key, "cache_max") && strcmp(key, "cache_chunk") &&
+	    strncmp(key, "s3_", 3))
+		return 0;
+	if (!val) {
+		cli_err(cmd, "%s needs a value", key);
+		return -1;
+	}
+	if (!strcmp(key, "connections") || !strcmp(key, "retries")) {
+		errno = 0;
+		v = strtoull(val, &end, 10);
+		if (errno || end == val || *end || v > 64 || (key[0] == 'c' && v == 0)) {
+			cli_err(cmd, "%s needs a number (%s..64), got '%s'", key,
+				key[0] == 'c' ? "1" : "0", val);
+			return -1;
+		}
+		if (key[0] == 'c')
+			r->http.connections = (unsigned)v;
+		else
+			r->http.retries = v ? (unsigned)v : CAIRN_HTTP_NO_RETRY;
+	} else if (!strcmp(key, "timeout")) {
+		if (cli_parse_duration_ns(val, &v) || v < 1000000) {
+			cli_err(cmd, "timeout needs a time of at least 1ms (e.g. 10s), got '%s'", val);
+			return -1;
+		}
+		r->http.timeout_ns = v;
+	} else if (!strcmp(key, "mirror")) {
+		if (r->n_mirrors >= CAIRN_HTTP_MAX_ORIGINS - 1) {
+			cli_err(cmd, "at most %d mirrors", CAIRN_HTTP_MAX_ORIGINS - 1);
+			return -1;
+		}
+		r->mirrors[r->n_mirrors++] = val;
+	} else if (!strcmp(key, "proxy")) {
+		r->http.proxy = val;
+	} else if (!strcmp(key, "cacert")) {
+		r->http.cacert = val;
+	} else if (!strcmp(key, "cache_dir")) {
+		r->cache_dir = val;
+	} else if (!strcmp(key, "cache_max") || !strcmp(key, "cache_chunk")) {
+		if (cli_parse_size(val, &v) || v == 0) {
+			cli_err(cmd, "%s needs a size (e.g. 1G), got '%s'", key, val);
+			return -1;
+		}
+		if (key[6] == 'm')
+			r->cache_max = v;
+		else
+			r->cache_chunk = (size_t)v;
+	} else if (!strcmp(key, "s3_endpoint")) {
+		r->s3.endpoint = val;
+	} else if (!strcmp(key, "s3_region")) {
+		r->s3.region = val;
+	} else if (!strcmp(key, "s3_profile")) {
+		r->s3.profile = val;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* --connections N and the like: the remote options in long-option form. */
+static int remote_long_opt(struct cli_image_opts *o, const char *opt, const char *val, int *i)
+{
+	char key[32];
+	size_t n = strlen(opt + 2);
+	int rc;
+
+	if (n >= sizeof(key))
+		return 0;
+	for (size_t k = 0; k <= n; k++)
+		key[k] = opt[2 + k] == '-' ? '_' : opt[2 + k];
+	rc = cli_remote_opt(&o->open, "", key, val);
+	if (rc > 0 && strcmp(key, "insecure") && strcmp(key, "http1"))
+		(*i)++;
+	return rc;
+}
+
 int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 {
 	const char *opt = argv[*i];
@@ -213,6 +314,8 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 		if (size_arg(opt, val, &v))
 			return -1;
 		o->open.offset = v;
+	} else if (!strncmp(opt, "--", 2)) {
+		return remote_long_opt(o, opt, val, i);
 	} else {
 		return 0;
 	}
@@ -292,10 +395,39 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 			" bytes decompressed, %" PRIu64 " resident bytes\n", zs.hits, zs.misses,
 			zs.waits, zs.readahead, zs.evictions, zs.decompressed_bytes,
 			zs.resident_bytes);
+	cli_print_remote_stats(stderr, cairn_cache_bdev(cairn_image_cache(img)), "");
 	if (cairn_bdev_qcow2_stats(cairn_cache_bdev(cairn_image_cache(img)), &qs) == 0)
 		fprintf(stderr, "qcow2: L2 %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 			" evictions, %" PRIu64 " table reads; %" PRIu64 " data requests, %" PRIu64
 			" compressed clusters, %" PRIu64 " backing reads\n",
 			qs.l2_hits, qs.l2_misses, qs.l2_evictions, qs.l2_table_reads,
 			qs.data_requests, qs.compressed_clusters, qs.backing_reads);
+}
+
+void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style)
+{
+	struct cairn_diskcache_stats ds;
+	struct cairn_http_stats hs;
+	int kv = !strcmp(style, "kv");
+
+	if (cairn_bdev_http_stats(dev, &hs) == 0)
+		fprintf(f, kv ? "http_requests %" PRIu64 "\nhttp_bytes %" PRIu64 "\nhttp_retries %"
+			PRIu64 "\nhttp_failovers %" PRIu64 "\nhttp_timeouts %" PRIu64
+			"\nhttp_changed %" PRIu64 "\nhttp_failed %" PRIu64 "\nhttp_origin %u\n"
+			"http_version %ld\n"
+			: "http: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64 " retries, %"
+			PRIu64 " failovers, %" PRIu64 " timeouts, %" PRIu64 " changed, %" PRIu64
+			" failed reads; origin %u, HTTP version %ld\n",
+			hs.requests, hs.bytes, hs.retries, hs.failovers, hs.timeouts, hs.changed,
+			hs.failed, hs.origin, hs.http_version);
+	if (cairn_bdev_diskcache_stats(dev, &ds) == 0)
+		fprintf(f, kv ? "diskcache_hits %" PRIu64 "\ndiskcache_misses %" PRIu64
+			"\ndiskcache_stored %" PRIu64 "\ndiskcache_evicted %" PRIu64
+			"\ndiskcache_torn %" PRIu64 "\ndiskcache_write_errors %" PRIu64
+			"\ndiskcache_used_bytes %" PRIu64 "\n"
+			: "diskcache: %" PRIu64 " hits, %" PRIu64 " misses (chunks), %" PRIu64
+			" stored, %" PRIu64 " evicted, %" PRIu64 " torn, %" PRIu64
+			" write errors, %" PRIu64 " bytes used\n",
+			ds.hits, ds.misses, ds.stored, ds.evicted, ds.torn, ds.write_errors,
+			ds.used_bytes);
 }

@@ -49,6 +49,14 @@ static const char usage[] =
 	"                  ENOSPC shows at fsync()/close(), not at write()\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
 	"  allow_other     let other users in (always on when root mounts)\n"
+	"remote images (IMAGE is http://, https:// or s3://BUCKET/KEY):\n"
+	"  connections=N   parallel kept-alive connections (default 4)\n"
+	"  timeout=TIME    a read fails with EIO after TIME, retries included (default 10s)\n"
+	"  retries=N       attempts after a failed one (default 4); mirror=URL (repeatable)\n"
+	"  proxy=URL       HTTP proxy (default: http_proxy/https_proxy from the environment)\n"
+	"  cacert=FILE     trust these CA certificates; insecure: trust any; http1\n"
+	"  cache_dir=DIR   persistent disk cache; cache_max=SIZE bounds DIR (default 1G)\n"
+	"  s3_endpoint=URL, s3_region=R, s3_profile=P  for s3:// (else AWS_* env)\n"
 	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
 	"                  fail device reads, for tests; SIGUSR2 clears the plan\n"
 	"Unmount with `fusermount3 -u MOUNTPOINT`, `umount MOUNTPOINT` or SIGTERM.\n";
@@ -94,6 +102,7 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 {
 	char *val = strchr(key, '=');
 	uint64_t v;
+	int rc;
 
 	if (val)
 		*val++ = 0;
@@ -211,6 +220,8 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		}
 	} else if (!strcmp(key, "fault_persistent") && !val) {
 		o->fault.persistent = 1;
+	} else if ((rc = cli_remote_opt(&o->open, "mount", key, val)) != 0) {
+		return rc < 0 ? -1 : 0;
 	} else if (!generic_opt(key)) {
 		cli_err("mount", "unknown option '%s%s%s'", key, val ? "=" : "", val ? val : "");
 		return -1;

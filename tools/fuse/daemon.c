@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "cairn_fuse.h"
+#include "../cairn/cli.h"
 
 #define READ_AHEAD_KB 4096
 #define DAEMON_READAHEAD (256u << 10)
@@ -118,6 +119,7 @@ static void write_stats(struct cairn_fuse *cf)
 				"\nchunk_decompressed_bytes %" PRIu64
 				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
 				zs.readahead, zs.evictions, zs.decompressed_bytes, zs.resident_bytes);
+		cli_print_remote_stats(f, cairn_cache_bdev(cairn_image_cache(cf->img)), "kv");
 	}
 	if (cf->img)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Remote images: Java Hello and Python start-up, cold, from nginx on 127.0.0.1.
+
+nginx serves the images from tmpfs with `limit_rate` (100 MB/s per connection),
+and cairn's own delay layer adds 20 ms to every HTTP request (-o delay=20ms sits
+above the http device). Side by side, round-robin, in one run:
+  http, empty disk cache   drop_caches, a fresh mount with an empty cache_dir
+  http, warm disk cache    drop_caches, a fresh mount with the cache of the run before
+  curl, then run           what users do today: curl the whole image (+20 ms for its
+                           one request), then mount the copy and run
+  local file, 20 ms        the image file mounted with -o delay=20ms
+  local file               the image file, no delay (the "local image" of the goals)
+and the first two again on an image ordered by a traced run (mkfs --order) and
+mounted with -o prefetch (the hot prefix is read at mount, in parallel ranges).
+Times are mount + workload (the mount call returns once the mount is up).
+
+usage: bench/remote.py [--build build] [--runs 3] [--only java,python] [--out FILE]
+Needs root (drop_caches, mounts). Prints a markdown table per workload, with the
+issue's goals; --out also writes them to FILE (docs/bench/remote.md, which
+bench/report.py includes in docs/BENCHMARKS.md as is).
+"""
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
+PYLIB = "/usr/lib/python3.11"
+PYTHON = "/usr/bin/python3.11"
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench import PY_MODULES  # noqa: E402  (one list of modules for every benchmark)
+
+DELAY = "20ms"
+RATE = "100m"
+
+
+def sh(argv, **kw):
+    return subprocess.run(argv, check=True, **kw)
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Nginx:
+    def __init__(self, work, root):
+        self.dir = os.path.join(work, "nginx")
+        os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
+        self.port = free_port()
+        d = self.dir
+        conf = f"""daemon on; user root; worker_processes 1; pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log {d}/access.log;
+  client_body_temp_path {d}/tmp/b; proxy_temp_path {d}/tmp/p; fastcgi_temp_path {d}/tmp/f;
+  uwsgi_temp_path {d}/tmp/u; scgi_temp_path {d}/tmp/s;
+  keepalive_requests 100000;
+  server {{ listen 127.0.0.1:{self.port}; root {root}; limit_rate {RATE}; }}
+}}
+"""
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(conf)
+        sh(["nginx", "-c", os.path.join(d, "nginx.conf"), "-p", d])
+        time.sleep(0.3)
+
+    def stop(self):
+        try:
+            with open(os.path.join(self.dir, "nginx.pid")) as f:
+                os.kill(int(f.read()), 15)
+        except OSError:
+            pass
+
+
+def read_stats(path):
+    for _ in range(600):
+        if os.path.exists(path) and os.path.getsize(path):
+            break
+        time.sleep(0.05)
+    out = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.partition(" ")
+            try:
+                out[k] = int(v.split()[0])
+            except (ValueError, IndexError):
+                pass
+    return out
+
+
+class Bench:
+    def __init__(self, args):
+        self.cairn = os.path.abspath(os.path.join(args.build, "cairn"))
+        self.work = tempfile.mkdtemp(prefix="cairn-bench-remote.", dir="/dev/shm")
+        os.chmod(self.work, 0o755)
+        self.www = os.path.join(self.work, "www")
+        os.makedirs(self.www)
+        self.mounts = []
+        self.hello = os.path.join(self.work, "hello")
+        os.makedirs(self.hello)
+        sh(["javac", "-d", self.hello, os.path.join(HERE, "Hello.java")],
+           stdout=subprocess.DEVNULL)
+
+    def mount(self, image, mnt, opts):
+        os.makedirs(mnt, exist_ok=True)
+        self.mounts.append(mnt)
+        sh([self.cairn, "mount", "-o", opts, image, mnt])
+
+    def umount(self, mnt):
+        sh(["fusermount3", "-u", mnt])
+        self.mounts.remove(mnt)
+
+    def cleanup(self):
+        for m in list(self.mounts):
+            subprocess.run(["fusermount3", "-u", m], stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def workload(self, key, root):
+        if key == "java":
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "CLASSPATH")}
+            argv = [os.path.join(root, "bin", "java"), "-cp", self.hello, "Hello"]
+            want = "Hello"
+        else:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+            env["PYTHONHOME"] = os.path.join(self.work, "pyhome")
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            argv = [PYTHON, "-S", "-c", "import " + ", ".join(PY_MODULES) + "\nprint('ok')"]
+            want = "ok"
+        out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+        assert out.strip() == want, out
+
+    def mnt_of(self, key):
+        if key == "python":
+            return os.path.join(self.work, "pyhome", "lib", "python3.11")
+        return os.path.join(self.work, "m-" + key)
+
+    def ordered(self, key, src, image):
+        """Trace a cold run from the local image, rebuild the image in that order."""
+        trace = os.path.join(self.work, key + ".order")
+        mnt = self.mnt_of(key)
+        drop_caches()
+        self.mount(image, mnt, f"trace={trace}")
+        self.workload(key, mnt)
+        self.umount(mnt)
+        for _ in range(600):
+            if os.path.exists(trace) and os.path.getsize(trace):
+                break
+            time.sleep(0.05)
+        out = os.path.join(self.www, key + "-ordered.cairn")
+        sh([self.cairn, "mkfs", "-q", "--order", trace, src, out])
+        return out
+
+    def one(self, key, variant, url, image, dc):
+        mnt = self.mnt_of(key)
+        stats = os.path.join(self.work, "stats")
+        if os.path.exists(stats):
+            os.unlink(stats)
+        if variant in ("empty", "oempty"):
+            shutil.rmtree(dc + ("-o" if variant == "oempty" else ""), ignore_errors=True)
+        drop_caches()
+        t0 = time.monotonic()
+        if variant in ("empty", "warm"):
+            self.mount(url, mnt, f"delay={DELAY},cache_dir={dc},stats={stats}")
+        elif variant in ("oempty", "owarm"):
+            self.mount(url.replace(".cairn", "-ordered.cairn"), mnt,
+                       f"delay={DELAY},cache_dir={dc}-o,prefetch,stats={stats}")
+        elif variant == "curl":
+            time.sleep(0.020)  # the delay of its one request
+            copy = os.path.join(self.work, "copy.cairn")
+            sh(["curl", "-s", "-f", "-o", copy, url])
+            self.mount(copy, mnt, f"stats={stats}")
+        elif variant == "nodelay":
+            self.mount(image, mnt, f"stats={stats}")
+        else:
+            self.mount(image, mnt, f"delay={DELAY},stats={stats}")
+        self.workload(key, mnt)
+        t = time.monotonic() - t0
+        self.umount(mnt)
+        s = read_stats(stats)
+        if variant == "curl":
+            os.unlink(os.path.join(self.work, "copy.cairn"))
+        return t, s
+
+
+VARIANTS = [("empty", "cairn http, empty disk cache"), ("warm", "cairn http, warm disk cache"),
+            ("oempty", "cairn http, ordered + prefetch, empty disk cache"),
+            ("owarm", "cairn http, ordered + prefetch, warm disk cache"),
+            ("curl", "curl the whole image, then run"), ("local", "cairn local file, 20 ms delay"),
+            ("nodelay", "cairn local file")]
+REMOTE = ("empty", "warm", "oempty", "owarm")
+
+
+def main():
+    # SIGTERM (bench/run.sh passes signals on) unwinds like an error: mounts and nginx go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default="java,python")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    b = Bench(args)
+    ng = None
+    try:
+        trees = {"java": JDK, "python": PYLIB}
+        for key in args.only.split(","):
+            image = os.path.join(b.www, key + ".cairn")
+            sh([b.cairn, "mkfs", "-q", trees[key], image])
+            b.ordered(key, trees[key], image)
+        ng = Nginx(b.work, b.www)
+        load0 = os.getloadavg()
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        parts = []
+        for key in args.only.split(","):
+            image = os.path.join(b.www, key + ".cairn")
+            url = f"http://127.0.0.1:{ng.port}/{key}.cairn"
+            dc = os.path.join(b.work, "dc-" + key)
+            res = {v: [] for v, _ in VARIANTS}
+            for _ in range(args.runs):
+                for v, _ in VARIANTS:  # round-robin: drift spreads evenly
+                    res[v].append(b.one(key, v, url, image, dc))
+            parts.append(report(key, os.path.getsize(image), res, trace_bytes(b, key)))
+        load = (f"Run of {started}, {args.runs} runs per figure (medians, min–max), load "
+                f"average {load0[0]:.2f} at the start and {os.getloadavg()[0]:.2f} at the end "
+                f"(other work shares this machine).")
+        text = "\n".join(parts) + "\n" + load + "\n"
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(HEADER + "\n" + text)
+    finally:
+        if ng:
+            ng.stop()  # before cleanup(), which removes its pid file
+        b.cleanup()
+
+
+def trace_bytes(b, key):
+    """Bytes the workload reads: the sum of its traced first reads (the floor)."""
+    n = 0
+    with open(os.path.join(b.work, key + ".order")) as f:
+        for line in f:
+            parts = line.rsplit(" ", 2)
+            if len(parts) == 3:
+                n += int(parts[2])
+    return n
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+HEADER = """# Remote images (issue 13)
+
+`bench/remote.py`, run by `make bench` before the rest (or by hand: `python3
+bench/remote.py --runs 3 --out docs/bench/remote.md`).
+nginx serves the images from tmpfs on 127.0.0.1 with `limit_rate 100m` (100 MB/s per
+connection), and cairn's own delay layer adds **20 ms to every HTTP request**
+(`-o delay=20ms` sits right above the http device, one delay channel per connection: 4);
+the kernel here has no netem. Cold = `drop_caches` and a fresh mount; times are mount +
+workload. Side by side, round-robin:
+
+- *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left;
+- *ordered + prefetch*: the image rebuilt with `mkfs --order` from one traced cold run,
+  mounted with `-o prefetch`;
+- *curl the whole image, then run*: what users do today (`curl -o`, plus 20 ms for its one
+  request, then a local mount);
+- *cairn local file, 20 ms delay*: the same image as a local file through the same delay
+  (one channel, as the local benchmarks use); *cairn local file*: no delay.
+
+"MiB read by the workload" is the sum of its traced first reads, the floor of
+docs/FORMAT.md; "fetched × read" divides the HTTP body bytes by it. Daemon RSS is the
+peak (VmHWM) at unmount; the segment cache budget is 64 MiB.
+"""
+
+
+def report(key, size, res, read):
+    title = {"java": "Java Hello (JDK 17 image)", "python": "Python start-up (stdlib image)"}[key]
+    out = [f"\n## {title}, {size / 2**20:.0f} MiB image, "
+           f"{read / 2**20:.1f} MiB read by the workload (traced)\n"]
+    out.append("| variant | s (min–max) | × curl, then run | × local file (no delay) | HTTP requests | MiB fetched "
+          "| fetched × read | daemon RSS MiB |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    curl = med([t for t, _ in res["curl"]])
+    local = med([t for t, _ in res["nodelay"]])
+    for v, label in VARIANTS:
+        ts = [t for t, _ in res[v]]
+        ss = [s for _, s in res[v]]
+        req = med([s.get("http_requests", 0) for s in ss]) if v in REMOTE else ""
+        fetched = med([s.get("http_bytes", 0) for s in ss]) if v in REMOTE else None
+        rss = med([s.get("rss_peak_kb", 0) for s in ss]) / 1024
+        fx = f"{fetched / read:.2f}" if fetched is not None and read else ""
+        fm = f"{fetched / 2**20:.1f}" if fetched is not None else (
+            f"{size / 2**20:.1f}" if v == "curl" else "")
+        out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {med(ts) / curl:.2f}× "
+              f"| {med(ts) / local:.2f}× | {req} | {fm} | {fx} | {rss:.1f} |")
+    out.append("")
+    out.append(goals(res, read, curl, local))
+    return "\n".join(out)
+
+
+def goals(res, read, curl, local):
+    """The issue's goals, for the plain and the ordered image."""
+    lines = []
+    for cold, warm, what in (("empty", "warm", "plain image"),
+                             ("oempty", "owarm", "ordered + prefetch")):
+        c = med([t for t, _ in res[cold]])
+        w = med([t for t, _ in res[warm]])
+        fetched = med([s.get("http_bytes", 0) for _, s in res[cold]])
+        rss = max(med([s.get("rss_peak_kb", 0) for _, s in res[v]]) for v in (cold, warm)) / 1024
+        lines.append(f"- Goals, {what}: cold empty cache / curl-then-run {c / curl:.2f} "
+                     f"(goal ≤ 0.2), fetched / read {fetched / read:.2f} (goal ≤ 1.5), "
+                     f"warm cache / local file {w / local:.2f} (goal ≤ 1.1), daemon RSS "
+                     f"{rss:.1f} MiB (goal ≤ 32 + 64 MiB cache budget).")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

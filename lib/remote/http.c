@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http bdev: an image on an HTTP(S) server, read with range requests through
+ * libcurl's easy interface.
+ *
+ * Connections: a pool of `connections` easy handles. A read takes a free one
+ * (waiting for one up to its deadline), so parallel reads (the segment cache's
+ * readahead workers) go out on separate kept-alive connections, HTTP/2 where
+ * TLS offers it.
+ *
+ * Consistency: the first request (bytes 0..head_bytes) learns the size and the
+ * validator (ETag, else Last-Modified). Every later response must carry the
+ * same validator and a Content-Range with the same total, or the read fails
+ * with EIO and nothing it received is returned. A mirror has its own validator
+ * (servers make their own ETags), learned on its first response, and is only
+ * used if its first head_bytes equal the primary's.
+ *
+ * Failure: an attempt that fails (connection refused or reset, 5xx, 408, 429,
+ * a short body, a timeout) is retried with a doubling backoff on the next
+ * origin, until `retries` or the read's deadline runs out. Every attempt's
+ * curl timeout is what is left of that deadline, so a read never outlives it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <curl/curl.h>
+#include <cairn/version.h>
+#include <cairn/remote.h>
+
+#define NSEC 1000000000ull
+#define MS   1000000ull
+#define MAX_CONNECTIONS 64u
+#define VALIDATOR_MAX 256
+#define BACKOFF_CAP (2 * NSEC)
+
+struct origin {
+	char *url, *sigv4, *userpwd, *token_hdr;
+	struct curl_slist *headers;  /* x-amz-* for S3, NULL otherwise */
+	char validator[VALIDATOR_MAX];
+	int known;                   /* validator learned and head checked */
+};
+
+struct conn {
+	CURL *h;
+	int busy;
+};
+
+struct http_bdev {
+	struct cairn_bdev base;
+	struct origin origins[CAIRN_HTTP_MAX_ORIGINS];
+	unsigned n_origins;
+	struct conn *conns;
+	unsigned n_conns;
+	pthread_mutex_t lock;        /* conns[].busy, origins[].known/validator */
+	pthread_cond_t freed;        /* CLOCK_MONOTONIC */
+	uint64_t timeout_ns, connect_ns, backoff_ns, low_speed_bps, low_speed_s;
+	unsigned retries;
+	char *proxy, *cacert;
+	int insecure, http1;
+	uint8_t *head;               /* the first head_len bytes of the image */
+	size_t head_len;
+	atomic_uint cur;             /* origin in use */
+	atomic_uint_fast64_t requests, bytes, n_retries, failovers, timeouts, changed, failed;
+	atomic_long http_version;
+};
+
+/* What one attempt saw. */
+struct xfer {
+	uint8_t *buf;
+	size_t len, got;
+	int status;                  /* of the last (final) response */
+	int have_range;
+	uint64_t r_first, r_last, r_total;
+	int total_known;             /* r_total is not '*' */
+	char etag[VALIDATOR_MAX], lastmod[VALIDATOR_MAX];
+	int whole;                   /* 200 with the whole file: take the first len bytes */
+	int filled;                  /* stopped on purpose once buf was full */
+};
+
+enum outcome { OK, RETRY, NEXT_ORIGIN, FATAL };
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+/* libcurl's one process-wide initialisation; it asks to be done once. */
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec abs_ts(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / NSEC), .tv_nsec = (long)(ns % NSEC) };
+
+	return ts;
+}
+
+int cairn_url_is_remote(const char *path)
+{
+	return path && (!strncasecmp(path, "http://", 7) || !strncasecmp(path, "https://", 8) ||
+			!strncasecmp(path, "s3://", 5));
+}
+
+/* ---- one response ---- */
+
+/* Header value with the name's case ignored, trailing CR/LF/space stripped. */
+static int header_value(const char *line, size_t n, const char *name, char *out, size_t out_len)
+{
+	size_t k = strlen(name);
+
+	if (n <= k || strncasecmp(line, name, k) || line[k] != ':')
+		return 0;
+	line += k + 1;
+	n -= k + 1;
+	while (n && (*line == ' ' || *line == '\t'))
+		line++, n--;
+	while (n && (line[n - 1] == '\r' || line[n - 1] == '\n' || line[n - 1] == ' '))
+		n--;
+	if (n >= out_len)
+		n = out_len - 1;
+	memcpy(out, line, n);
+	out[n] = '\0';
+	return 1;
+}
+
+static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
+{
+	struct xfer *x = ctx;
+	size_t n = size * nmemb;
+	char v[VALIDATOR_MAX];
+
+	if (n > 5 && !strncmp(line, "HTTP/", 5)) {
+		/* A new response (after a redirect or a 100): forget the last one's. */
+		const char *sp = memchr(line, ' ', n);
+
+		x->status = sp ? atoi(sp + 1) : 0;
+		x->have_range = x->total_known = 0;
+		x->etag[0] = x->lastmod[0] = '\0';
+		return n;
+	}
+	if (header_value(line, n, "ETag", x->etag, sizeof(x->etag)) ||
+	    header_value(line, n, "Last-Modified", x->lastmod, sizeof(x->lastmod)))
+		return n;
+	if (header_value(line, n, "Content-Range", v, sizeof(v))) {
+		unsigned long long a, b, t;
+		char star;
+
+		if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
+			x->total_known = 1;
+			x->r_total = t;
+		} else if (sscanf(v, "bytes %llu-%llu/%c", &a, &b, &star) != 3 || star != '*') {
+			return n; /* unparsable: have_range stays 0, the attempt fails */
+		}
+		x->have_range = 1;
+		x->r_first = a;
+		x->r_last = b;
+	}
+	return n;
+}
+
+/* Body bytes land straight in the caller's buffer; anything beyond it stops the
+ * transfer (a 200 for the whole file, or a server sending more than asked). */
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	struct xfer *x = ctx;
+	size_t n = size * nmemb, room = x->len - x->got;
+
+	if (x->status != 206 && !(x->status == 200 && x->whole))
+		return n; /* an error page: read and dropped, the status decides */
+	if (n > room) {
+		memcpy(x->buf + x->got, data, room);
+		x->got = x->len;
+		x->filled = 1;
+		return 0; /* CURLE_WRITE_ERROR, on purpose */
+	}
+	memcpy(x->buf + x->got, data, n);
+	x->got += n;
+	return n;
+}
+
+/* ---- connections ---- */
+
+static struct conn *conn_get(struct http_bdev *h, uint64_t deadline)
+{
+	struct timespec ts = abs_ts(deadline);
+	struct conn *c = NULL;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		for (unsigned i = 0; i < h->n_conns && !c; i++)
+			if (!h->conns[i].busy)
+				c = &h->conns[i];
+		if (c || pthread_cond_timedwait(&h->freed, &h->lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	if (c)
+		c->busy = 1;
+	pthread_mutex_unlock(&h->lock);
+	return c;
+}
+
+static void conn_put(struct http_bdev *h, struct conn *c)
+{
+	pthread_mutex_lock(&h->lock);
+	c->busy = 0;
+	pthread_cond_signal(&h->freed);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Options every request shares; set once per handle. */
+static int conn_setup(struct http_bdev *h, CURL *e)
+{
+	int bad = 0;
+
+	bad |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	bad |= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	bad |= curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+	bad |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	bad |= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	bad |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	bad |= curl_easy_setopt(e, CURLOPT_USERAGENT, "cairn/" CAIRN_VERSION_STRING);
+	bad |= curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+				h->http1 ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS);
+	bad |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)h->low_speed_bps);
+	bad |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->low_speed_s);
+	bad |= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	if (h->proxy)
+		bad |= curl_easy_setopt(e, CURLOPT_PROXY, h->proxy);
+	if (h->insecure) {
+		bad |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		bad |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (h->cacert)
+		bad |= curl_easy_setopt(e, CURLOPT_CAINFO, h->cacert);
+	return bad ? -EINVAL : 0;
+}
+
+/* ---- one attempt ---- */
+
+/* Sends GET with Range: bytes=off..off+len-1 to origin o, within deadline. */
+static CURLcode attempt(struct http_bdev *h, CURL *e, const struct origin *o, struct xfer *x,
+			uint64_t off, uint64_t deadline, char *err)
+{
+	char range[64];
+	uint64_t now = now_ns(), left = deadline > now ? deadline - now : 0;
+	long left_ms = (long)(left / MS) ? (long)(left / MS) : 1;
+	long conn_ms = (long)(h->connect_ns / MS) < left_ms ? (long)(h->connect_ns / MS) : left_ms;
+	CURLcode rc;
+
+	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + x->len - 1);
+	curl_easy_setopt(e, CURLOPT_URL, o->url);
+	curl_easy_setopt(e, CURLOPT_RANGE, range);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, conn_ms ? conn_ms : 1L);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+	curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
+	curl_easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
+	err[0] = '\0';
+	atomic_fetch_add(&h->requests, 1);
+	rc = curl_easy_perform(e);
+	atomic_fetch_add(&h->bytes, x->got);
+	if (rc == CURLE_WRITE_ERROR && x->filled)
+		rc = CURLE_OK;
+	if (rc == CURLE_OK) {
+		long v = 0;
+
+		curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &v);
+		atomic_store(&h->http_version, v == CURL_HTTP_VERSION_2_0 ? 2 : v == CURL_HTTP_VERSION_3 ? 3 : 11);
+	}
+	return rc;
+}
+
+static enum outcome transport_outcome(struct http_bdev *h, CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		atomic_fetch_add(&h->timeouts, 1);
+		return RETRY;
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_TOO_MANY_REDIRECTS:
+		return NEXT_ORIGIN; /* the same again would fail the same way */
+	default:
+		return RETRY;       /* refused, reset, DNS, short body, ... */
+	}
+}
+
+static const char *validator_of(const struct xfer *x)
+{
+	return x->etag[0] ? x->etag : x->lastmod;
+}
+
+/* Is this a whole, consistent answer for [off, off+len) of the image we opened? */
+static enum outcome judge(struct http_bdev *h, const struct origin *o, const struct xfer *x,
+			  uint64_t off, char *why, size_t why_len)
+{
+	if (x->status == 416 || x->status == 200) {
+		snprintf(why, why_len, x->status == 416 ? "range not satisfiable (image shrank?)"
+			 : "server ignores range requests");
+		atomic_fetch_add(&h->changed, x->status == 416);
+		return FATAL;
+	}
+	if (x->status >= 500 || x->status == 408 || x->status == 429) {
+		snprintf(why, why_len, "HTTP %d", x->status);
+		return RETRY;
+	}
+	if (x->status != 206) {
+		snprintf(why, why_len, "HTTP %d", x->status);
+		return NEXT_ORIGIN;
+	}
+	if ((x->total_known && x->r_total != h->base.size) || strcmp(validator_of(x), o->validator)) {
+		snprintf(why, why_len, "the image changed on the server (%s)",
+			 x->total_known && x->r_total != h->base.size ? "size" : "validator");
+		atomic_fetch_add(&h->changed, 1);
+		return FATAL;
+	}
+	if (!x->have_range || x->r_first != off || x->r_last != off + x->len - 1) {
+		snprintf(why, why_len, "bad Content-Range for bytes %" PRIu64 "+%zu", off, x->len);
+		return RETRY;
+	}
+	if (x->got != x->len) {
+		snprintf(why, why_len, "short body: %zu of %zu bytes", x->got, x->len);
+		return RETRY;
+	}
+	return OK;
+}
+
+/* Is x the answer to the first request: the file's first min(size, len) bytes?
+ * Sets *size. A server that ignores ranges is fine for a file within the head. */
+static enum outcome judge_head(const struct xfer *x, uint64_t *size, char *why, size_t why_len)
+{
+	if (x->status >= 500 || x->status == 408 || x->status == 429) {
+		snprintf(why, why_len, "HTTP %d", x->status);
+		return RETRY;
+	}
+	if (x->status == 200 && x->filled) {
+		snprintf(why, why_len, "the server ignores range requests");
+		return FATAL;
+	}
+	if (x->status == 200) {
+		*size = x->got; /* curl checked the body against Content-Length */
+		return OK;
+	}
+	if (x->status == 416) {
+		snprintf(why, why_len, "empty file (range not satisfiable)");
+		return FATAL;
+	}
+	if (x->status != 206) {
+		snprintf(why, why_len, "HTTP %d", x->status);
+		return FATAL;
+	}
+	if (!x->have_range || !x->total_known || x->r_first != 0 ||
+	    x->r_last + 1 != (x->r_total < x->len ? x->r_total : x->len)) {
+		snprintf(why, why_len, "bad Content-Range in the answer to bytes 0-%zu", x->len - 1);
+		return FATAL;
+	}
+	if (x->got != x->r_last + 1) {
+		snprintf(why, why_len, "short body: %zu of %" PRIu64 " bytes", x->got, x->r_last + 1);
+		return RETRY;
+	}
+	*size = x->r_total;
+	return OK;
+}
+
+/* ---- reads ---- */
+
+/* First use of a mirror: its head must equal the primary's before any byte of
+ * it is trusted; its validator is learned from that response. */
+static enum outcome check_mirror(struct http_bdev *h, CURL *e, struct origin *o,
+				 uint64_t deadline, char *err, char *why, size_t why_len)
+{
+	uint8_t *tmp = malloc(h->head_len);
+	struct xfer x = { .buf = tmp, .len = h->head_len, .whole = 1 };
+	enum outcome r;
+	CURLcode rc;
+
+	if (!tmp)
+		return FATAL;
+	rc = attempt(h, e, o, &x, 0, deadline, err);
+	if (rc != CURLE_OK) {
+		snprintf(why, why_len, "%s", err[0] ? err : curl_easy_strerror(rc));
+		r = transport_outcome(h, rc);
+	} else {
+		uint64_t size = 0;
+
+		r = judge_head(&x, &size, why, why_len);
+		if (r == FATAL)
+			r = NEXT_ORIGIN;
+		if (r == OK && (size != h->base.size || x.got != h->head_len ||
+				memcmp(tmp, h->head, h->head_len))) {
+			snprintf(why, why_len, "the mirror holds a different image");
+			r = NEXT_ORIGIN;
+		}
+	}
+	if (r == OK) {
+		/* Another thread may have checked it meanwhile: its result stands, as
+		 * readers use the validator without the lock once known is set. */
+		pthread_mutex_lock(&h->lock);
+		if (!o->known) {
+			snprintf(o->validator, sizeof(o->validator), "%s", validator_of(&x));
+			o->known = 1;
+		}
+		pthread_mutex_unlock(&h->lock);
+	}
+	free(tmp);
+	return r;
+}
+
+static int origin_known(struct http_bdev *h, struct origin *o)
+{
+	int k;
+
+	pthread_mutex_lock(&h->lock);
+	k = o->known;
+	pthread_mutex_unlock(&h->lock);
+	return k;
+}
+
+/* Sleep before the next attempt, never past the deadline. Returns 0 when the
+ * deadline leaves no time for another attempt. */
+static int backoff(struct http_bdev *h, unsigned n, uint64_t deadline)
+{
+	uint64_t d = h->backoff_ns, now = now_ns();
+	struct timespec ts;
+
+	for (unsigned i = 1; i < n && d < BACKOFF_CAP; i++)
+		d *= 2; /* retry n waits backoff * 2^(n-1) */
+	if (d > BACKOFF_CAP)
+		d = BACKOFF_CAP;
+	if (now + d >= deadline)
+		return 0;
+	ts = abs_ts(now + d);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	return 1;
+}
+
+/* Move to the next origin after `from` failed (another thread may have moved
+ * on already; then its choice stands). */
+static void fail_over(struct http_bdev *h, unsigned from)
+{
+	unsigned to = (from + 1) % h->n_origins;
+
+	if (h->n_origins > 1 && atomic_compare_exchange_strong(&h->cur, &from, to))
+		atomic_fetch_add(&h->failovers, 1);
+}
+
+static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct http_bdev *h = (struct http_bdev *)dev;
+	uint64_t deadline = now_ns() + h->timeout_ns;
+	char err[CURL_ERROR_SIZE], why[320];
+	struct conn *c;
+	enum outcome r = RETRY;
+	unsigned tries = 0;
+
+	if (off + len <= h->head_len) {
+		memcpy(buf, h->head + off, len);
+		return (ssize_t)len;
+	}
+	c = conn_get(h, deadline);
+	if (!c) {
+		atomic_fetch_add(&h->timeouts, 1);
+		atomic_fetch_add(&h->failed, 1);
+		return -EIO;
+	}
+	for (;;) {
+		unsigned oi = atomic_load(&h->cur);
+		struct origin *o = &h->origins[oi];
+		struct xfer x = { .buf = buf, .len = len };
+		CURLcode rc;
+
+		r = origin_known(h, o) ? OK : check_mirror(h, c->h, o, deadline, err, why,
+							   sizeof(why));
+		if (r == OK) {
+			rc = attempt(h, c->h, o, &x, off, deadline, err);
+			if (rc != CURLE_OK)
+				r = transport_outcome(h, rc);
+			else
+				r = judge(h, o, &x, off, why, sizeof(why));
+		}
+		if (r == OK || r == FATAL || (r == NEXT_ORIGIN && h->n_origins == 1))
+			break;
+		if (now_ns() >= deadline) {
+			atomic_fetch_add(&h->timeouts, 1);
+			break;
+		}
+		if (++tries > h->retries)
+			break;
+		atomic_fetch_add(&h->n_retries, 1);
+		fail_over(h, oi);
+		/* A fresh origin is tried at once; the same one again after a pause. */
+		if ((h->n_origins == 1 || tries % h->n_origins == 0) && !backoff(h, tries, deadline)) {
+			atomic_fetch_add(&h->timeouts, 1);
+			break;
+		}
+	}
+	conn_put(h, c);
+	if (r != OK) {
+		atomic_fetch_add(&h->failed, 1);
+		return -EIO;
+	}
+	return (ssize_t)len;
+}
+
+/* ---- setup ---- */
+
+static void origin_free(struct origin *o)
+{
+	free(o->url);
+	free(o->sigv4);
+	free(o->userpwd);
+	free(o->token_hdr);
+	curl_slist_free_all(o->headers);
+}
+
+static void http_close(struct cairn_bdev *dev)
+{
+	struct http_bdev *h = (struct http_bdev *)dev;
+
+	for (unsigned i = 0; h->conns && i < h->n_conns; i++)
+		curl_easy_cleanup(h->conns[i].h);
+	for (unsigned i = 0; i < h->n_origins; i++)
+		origin_free(&h->origins[i]);
+	pthread_cond_destroy(&h->freed);
+	pthread_mutex_destroy(&h->lock);
+	free(h->conns);
+	free(h->head);
+	free(h->proxy);
+	free(h->cacert);
+	free(h);
+}
+
+static const struct cairn_bdev_ops http_ops = {
+	.name = "http",
+	.read = http_read,
+	.close = http_close,
+};
+
+static char *dup_or_null(const char *s, int *oom)
+{
+	char *d = s ? strdup(s) : NULL;
+
+	if (s && !d)
+		*oom = 1;
+	return d;
+}
+
+static int origin_init(struct origin *o, const struct cairn_http_origin *src)
+{
+	int oom = 0;
+
+	o->url = dup_or_null(src->url, &oom);
+	o->sigv4 = dup_or_null(src->aws_sigv4, &oom);
+	o->userpwd = dup_or_null(src->userpwd, &oom);
+	if (src->aws_sigv4) {
+		/* S3 wants the payload hash header; a GET has none to sign. */
+		o->headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+		oom |= !o->headers;
+	}
+	if (src->session_token && !oom) {
+		struct curl_slist *l;
+
+		if (asprintf(&o->token_hdr, "x-amz-security-token: %s", src->session_token) < 0) {
+			o->token_hdr = NULL;
+			return -ENOMEM;
+		}
+		l = curl_slist_append(o->headers, o->token_hdr);
+		oom |= !l;
+		if (l)
+			o->headers = l;
+	}
+	return oom ? -ENOMEM : 0;
+}
+
+static void defaults(struct http_bdev *h, const struct cairn_http_config *cfg)
+{
+	h->timeout_ns = cfg->timeout_ns ? cfg->timeout_ns : 10 * NSEC;
+	h->connect_ns = cfg->connect_timeout_ns ? cfg->connect_timeout_ns
+			: h->timeout_ns < 5 * NSEC ? h->timeout_ns : 5 * NSEC;
+	h->retries = cfg->retries == CAIRN_HTTP_NO_RETRY ? 0 : cfg->retries ? cfg->retries : 4;
+	h->backoff_ns = cfg->backoff_ns ? cfg->backoff_ns : 100 * MS;
+	h->low_speed_bps = cfg->low_speed_bps ? cfg->low_speed_bps : 1024;
+	h->low_speed_s = (cfg->low_speed_ns ? cfg->low_speed_ns
+			  : h->timeout_ns < 5 * NSEC ? h->timeout_ns : 5 * NSEC) / NSEC;
+	if (!h->low_speed_s)
+		h->low_speed_s = 1;
+	h->n_conns = cfg->connections ? cfg->connections : 4;
+	h->head_len = cfg->head_bytes ? cfg->head_bytes : 128 * 1024;
+	h->insecure = cfg->insecure;
+	h->http1 = cfg->http1;
+}
+
+static int report(const struct cairn_http_config *cfg, int rc, const char *fmt, const char *a,
+		  const char *b)
+{
+	char msg[512];
+
+	if (cfg->report) {
+		snprintf(msg, sizeof(msg), fmt, a, b);
+		cfg->report(cfg->report_ctx, msg);
+	}
+	return rc;
+}
+
+static int status_errno(int status)
+{
+	if (status == 404 || status == 410)
+		return -ENOENT;
+	if (status == 401 || status == 403)
+		return -EACCES;
+	return -EIO;
+}
+
+/* The first request: the size, the validator and the head. From the primary,
+ * or from the first mirror that answers when it does not (the mirrors are
+ * tried in turn, as reads do, within one timeout). */
+static int probe(struct http_bdev *h, const struct cairn_http_config *cfg)
+{
+	struct origin *o = &h->origins[0];
+	struct xfer x;
+	char err[CURL_ERROR_SIZE], why[320] = "";
+	uint64_t deadline = now_ns() + h->timeout_ns, size = 0;
+	enum outcome r = RETRY;
+	unsigned oi = 0;
+	CURLcode rc = CURLE_OK;
+
+	h->head = malloc(h->head_len);
+	if (!h->head)
+		return -ENOMEM;
+	for (unsigned tries = 0; tries <= h->retries; tries++) {
+		if (tries && h->n_origins > 1) {
+			oi = tries % h->n_origins;
+			o = &h->origins[oi];
+		}
+		if (tries && oi == 0 && !backoff(h, tries, deadline))
+			break;
+		x = (struct xfer){ .buf = h->head, .len = h->head_len, .whole = 1 };
+		rc = attempt(h, h->conns[0].h, o, &x, 0, deadline, err);
+		r = rc != CURLE_OK ? transport_outcome(h, rc) : judge_head(&x, &size, why, sizeof(why));
+		if (r == OK || (r != RETRY && h->n_origins == 1))
+			break;
+		atomic_fetch_add(&h->n_retries, 1);
+	}
+	if (r == OK && size == 0)
+		snprintf(why, sizeof(why), "empty file");
+	if (r == OK && size) {
+		h->base.size = size;
+		h->head_len = x.got;
+		snprintf(o->validator, sizeof(o->validator), "%s", validator_of(&x));
+		o->known = 1;
+		atomic_store(&h->cur, oi);
+		atomic_fetch_add(&h->failovers, oi != 0);
+		return 0;
+	}
+	if (rc != CURLE_OK)
+		return report(cfg, -EIO, "%s: %s", o->url, err[0] ? err : curl_easy_strerror(rc));
+	if (x.status == 200 && x.filled)
+		return report(cfg, -ENOTSUP, "%s: %s", o->url, why);
+	return report(cfg, status_errno(x.status), "%s: %s", o->url, why);
+}
+
+int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev **out)
+{
+	struct http_bdev *h;
+	pthread_condattr_t ca;
+	int rc, oom = 0;
+
+	if (!cfg || !cfg->n_origins || cfg->n_origins > CAIRN_HTTP_MAX_ORIGINS ||
+	    cfg->connections > MAX_CONNECTIONS || !cfg->origins[0].url)
+		return -EINVAL;
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return report(cfg, -EIO, "%s%s", "cannot initialise libcurl", "");
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->freed, &ca);
+	pthread_condattr_destroy(&ca);
+	h->base.ops = &http_ops;
+	defaults(h, cfg);
+	h->proxy = dup_or_null(cfg->proxy, &oom);
+	h->cacert = dup_or_null(cfg->cacert, &oom);
+	rc = oom ? -ENOMEM : 0;
+	for (unsigned i = 0; i < cfg->n_origins && !rc; i++, h->n_origins++)
+		rc = cfg->origins[i].url ? origin_init(&h->origins[i], &cfg->origins[i]) : -EINVAL;
+	h->conns = rc ? NULL : calloc(h->n_conns, sizeof(*h->conns));
+	if (!rc && !h->conns)
+		rc = -ENOMEM;
+	for (unsigned i = 0; !rc && i < h->n_conns; i++) {
+		h->conns[i].h = curl_easy_init();
+		rc = h->conns[i].h ? conn_setup(h, h->conns[i].h) : -ENOMEM;
+	}
+	if (!rc)
+		rc = probe(h, cfg);
+	if (rc < 0) {
+		http_close(&h->base);
+		return rc;
+	}
+	*out = &h->base;
+	return 0;
+}
+
+int cairn_bdev_http_stats(struct cairn_bdev *dev, struct cairn_http_stats *out)
+{
+	for (; dev; dev = dev->below) {
+		struct http_bdev *h = (struct http_bdev *)dev;
+
+		if (dev->ops != &http_ops)
+			continue;
+		*out = (struct cairn_http_stats){
+			.requests = atomic_load(&h->requests),
+			.bytes = atomic_load(&h->bytes),
+			.retries = atomic_load(&h->n_retries),
+			.failovers = atomic_load(&h->failovers),
+			.timeouts = atomic_load(&h->timeouts),
+			.changed = atomic_load(&h->changed),
+			.failed = atomic_load(&h->failed),
+			.origin = atomic_load(&h->cur),
+			.http_version = atomic_load(&h->http_version),
+		};
+		return 0;
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* diskcache device over mem -> fault: every read right at odd offsets, served
+ * from disk with the device below failing, the bound under a walk of twice the
+ * budget, torn and foreign chunks dropped, persistence across opens, the key;
+ * s3:// origins from options, the environment and a credentials file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <cairn/bdev.h>
+#include <cairn/remote.h>
+
+#define SZ (1000 * 1000 + 123) /* not a multiple of the chunk: a short last chunk */
+#define CHUNK 8192
+
+struct fixture {
+	char dir[64];
+	uint8_t *src;
+	struct cairn_bdev *fault; /* borrowed: inside the stack */
+};
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/cairn-dc-test.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	fx->src = malloc(SZ);
+	for (size_t i = 0; i < SZ; i++)
+		fx->src[i] = (uint8_t)(i * 131 + (i >> 9));
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(fx->src);
+	free(fx);
+	return 0;
+}
+
+static struct cairn_bdev *open_dc(struct fixture *fx, uint64_t max)
+{
+	struct cairn_diskcache_config cfg = { .dir = fx->dir, .key = "img-1", .max_bytes = max,
+					      .chunk_bytes = CHUNK };
+	struct cairn_bdev *m, *f, *d;
+
+	assert_int_equal(cairn_bdev_mem_new(fx->src, SZ, 0, &m), 0);
+	assert_int_equal(cairn_bdev_fault_new(m, NULL, &f), 0);
+	assert_int_equal(cairn_bdev_diskcache_new(f, &cfg, &d), 0);
+	fx->fault = f;
+	return d;
+}
+
+static void fail_below(struct fixture *fx)
+{
+	struct cairn_fault_config fc = { .fail_every = 1 };
+
+	assert_int_equal(cairn_bdev_fault_set(fx->fault, &fc), 0);
+}
+
+static uint64_t dir_bytes(const char *dir)
+{
+	char cmd[256];
+	unsigned long long n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "find %s -type f ! -name '.*' -printf '%%s\\n' | awk '{s+=$1} END {print s+0}'", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_int_equal(fscanf(p, "%llu", &n), 1);
+	pclose(p);
+	return n;
+}
+
+static void check_read(struct cairn_bdev *d, const uint8_t *src, size_t len, uint64_t off)
+{
+	uint8_t *buf = malloc(len);
+
+	assert_int_equal(cairn_bdev_read(d, buf, len, off), (ssize_t)len);
+	assert_memory_equal(buf, src + off, len);
+	free(buf);
+}
+
+static void test_reads_and_offline(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_bdev *d = open_dc(fx, 0);
+	struct cairn_diskcache_stats st;
+	uint8_t b[16];
+
+	check_read(d, fx->src, 100, 5);              /* inside one chunk */
+	check_read(d, fx->src, 3 * CHUNK + 7, CHUNK - 3); /* across chunks */
+	check_read(d, fx->src, 123, SZ - 123);       /* the short last chunk */
+	check_read(d, fx->src, 5 * CHUNK, 0);
+	/* Everything read so far now comes from disk, even with the device failing. */
+	fail_below(fx);
+	check_read(d, fx->src, 100, 50);
+	check_read(d, fx->src, 4 * CHUNK, CHUNK);
+	check_read(d, fx->src, 123, SZ - 123);
+	/* Not cached and the device is down: the error, never stale bytes. */
+	assert_int_equal(cairn_bdev_read(d, b, sizeof(b), 100 * CHUNK), -EIO);
+	assert_int_equal(cairn_bdev_diskcache_stats(d, &st), 0);
+	assert_true(st.hits >= 6);
+	assert_true(st.stored >= 5);
+	cairn_bdev_close(d);
+
+	/* A new open (a remount) has them too. */
+	d = open_dc(fx, 0);
+	fail_below(fx);
+	check_read(d, fx->src, 3 * CHUNK + 7, CHUNK - 3);
+	cairn_bdev_close(d);
+}
+
+static void test_bound(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t max = SZ / 2;
+	struct cairn_bdev *d = open_dc(fx, max);
+	struct cairn_diskcache_stats st;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t off = 0; off < SZ; off += 3 * CHUNK) {
+			size_t len = off + 3 * CHUNK < SZ ? 3 * CHUNK : SZ - off;
+
+			check_read(d, fx->src, len, off);
+			assert_true(dir_bytes(fx->dir) <= max);
+		}
+	assert_int_equal(cairn_bdev_diskcache_stats(d, &st), 0);
+	assert_true(st.evicted > 0);
+	assert_true(st.used_bytes <= max);
+	cairn_bdev_close(d);
+	/* A lowered budget is met at the next open. */
+	d = open_dc(fx, max / 4);
+	assert_true(dir_bytes(fx->dir) <= max / 4);
+	cairn_bdev_close(d);
+}
+
+static void damage(const char *dir, uint64_t index, int how)
+{
+	char p[256];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/img-1/%016llx", dir, (unsigned long long)index);
+	fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	if (how == 0)
+		assert_int_equal(ftruncate(fd, 1000), 0);  /* torn */
+	else
+		assert_int_equal(pwrite(fd, "XY", 2, 500), 2); /* flipped bytes */
+	close(fd);
+}
+
+static void test_torn(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_bdev *d = open_dc(fx, 0);
+	struct cairn_diskcache_stats st;
+	char p[256];
+
+	check_read(d, fx->src, 4 * CHUNK, 0);
+	damage(fx->dir, 1, 0);
+	damage(fx->dir, 2, 1);
+	/* A leftover of a crashed writer goes at the next open. */
+	snprintf(p, sizeof(p), "%s/img-1/tmp.1.0000000000000003", fx->dir);
+	fclose(fopen(p, "w"));
+	cairn_bdev_close(d);
+	d = open_dc(fx, 0);
+	assert_int_equal(access(p, F_OK), -1);
+	check_read(d, fx->src, 4 * CHUNK, 0); /* damaged chunks come from below again */
+	assert_int_equal(cairn_bdev_diskcache_stats(d, &st), 0);
+	assert_int_equal(st.torn, 2);
+	fail_below(fx);
+	check_read(d, fx->src, 4 * CHUNK, 0); /* and were stored again */
+	cairn_bdev_close(d);
+}
+
+static void test_bad_config(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_diskcache_config cfg = { .dir = fx->dir, .key = "../x" };
+	struct cairn_bdev *m, *d;
+
+	assert_int_equal(cairn_bdev_mem_new(fx->src, SZ, 0, &m), 0);
+	assert_int_equal(cairn_bdev_diskcache_new(m, &cfg, &d), -EINVAL);
+	cfg.key = "ok";
+	cfg.chunk_bytes = 5000;
+	assert_int_equal(cairn_bdev_diskcache_new(m, &cfg, &d), -EINVAL);
+	cairn_bdev_close(m);
+}
+
+static void test_key(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_bdev *m;
+	char k1[128], k2[128];
+
+	assert_int_equal(cairn_bdev_mem_new(fx->src, SZ, 0, &m), 0);
+	assert_int_equal(cairn_diskcache_key(m, k1, sizeof(k1)), 0);
+	assert_non_null(strstr(k1, "raw-"));
+	cairn_bdev_close(m);
+	fx->src[10] ^= 1; /* another image: another key */
+	assert_int_equal(cairn_bdev_mem_new(fx->src, SZ, 0, &m), 0);
+	assert_int_equal(cairn_diskcache_key(m, k2, sizeof(k2)), 0);
+	assert_string_not_equal(k1, k2);
+	cairn_bdev_close(m);
+}
+
+static void test_s3(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_s3_config c = { .endpoint = "http://127.0.0.1:9000/", .region = "eu-west-1",
+				     .access_key = "AK", .secret_key = "SK" };
+	struct cairn_http_origin o;
+	char *store, path[128];
+	FILE *f;
+
+	assert_int_equal(cairn_s3_origin("s3://bkt/a/b.cairn", &c, &o, &store), 0);
+	assert_string_equal(o.url, "http://127.0.0.1:9000/bkt/a/b.cairn");
+	assert_string_equal(o.aws_sigv4, "aws:amz:eu-west-1:s3");
+	assert_string_equal(o.userpwd, "AK:SK");
+	assert_null(o.session_token);
+	free(store);
+	/* From a credentials file, profile "p", and AWS's own endpoint. */
+	snprintf(path, sizeof(path), "%s/creds", fx->dir);
+	f = fopen(path, "w");
+	fputs("[default]\naws_access_key_id=D\naws_secret_access_key=DS\n[p]\n"
+	      " aws_access_key_id = PK \naws_secret_access_key=PS\naws_session_token=T\n", f);
+	fclose(f);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_ENDPOINT_URL");
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	c = (struct cairn_s3_config){ .profile = "p", .region = "us-west-2" };
+	assert_int_equal(cairn_s3_origin("s3://bkt/k", &c, &o, &store), 0);
+	assert_string_equal(o.url, "https://bkt.s3.us-west-2.amazonaws.com/k");
+	assert_string_equal(o.userpwd, "PK:PS");
+	assert_string_equal(o.session_token, "T");
+	free(store);
+	assert_int_equal(cairn_s3_origin("s3://bkt", &c, &o, &store), -EINVAL);
+	assert_int_equal(cairn_s3_origin("s3:///k", &c, &o, &store), -EINVAL);
+	assert_true(cairn_url_is_remote("HTTPS://x/y"));
+	assert_false(cairn_url_is_remote("/srv/http://x"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_reads_and_offline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_s3, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Fault campaign at the http layer, in the style of faults_campaign.sh: the
+# fault server (tests/net/faultserver.py) answers every Nth request with a 503, a
+# reset connection or a short body, for N = 2 and 3. Without retries each read of
+# the mount gives the right bytes or EIO (never other errors, never wrong
+# bytes) and the daemon keeps serving; once the server behaves, everything
+# reads right. With the default retries the application sees no error at all.
+. "$(dirname "$0")/common.inc"
+command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
+NET=$WORK/net
+mkdir -p "$NET"
+NET_INC=$(dirname "$0")/../net/servers.inc
+. "$NET_INC"
+trap 'servers_stop; cleanup' EXIT
+SRC=$WORK/src
+mkdir -p "$SRC/d/e"
+head -c 2000000 /dev/urandom > "$SRC/big"
+head -c 300000 /dev/urandom > "$SRC/d/medium"
+echo small > "$SRC/d/e/small"
+ln -s d/medium "$SRC/link"
+"$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
+M=$WORK/m
+listing() { (cd "$1" && find . -printf '%p %y %m %U %G %l\n' | sort); }
+listing "$SRC" > "$WORK/ls.want"
+
+# read_all: every file and the listing; each is right or EIO. Prints failures.
+read_all() {
+  n=0
+  for f in big d/medium d/e/small link; do
+    if cat "$M/$f" > "$WORK/got" 2>"$WORK/err"; then
+      cmp -s "$WORK/got" "$SRC/$f" || fail "$1: $f read wrong bytes"
+    else
+      grep -q "Input/output error" "$WORK/err" || fail "$1: $f: $(cat "$WORK/err")"
+      n=$((n + 1))
+    fi
+  done
+  listing "$M" 2>"$WORK/err" > "$WORK/ls.got" || true
+  if [ -s "$WORK/err" ]; then
+    grep -q "Input/output error" "$WORK/err" || fail "$1: ls: $(cat "$WORK/err")"
+    n=$((n + 1))
+  fi
+  echo $n
+}
+
+fault_start flt "$WORK/img.cairn" || fail "fault server"
+URL=http://127.0.0.1:$flt_PORT/img.cairn
+total=0
+mounts=0
+for kind in error reset short; do
+  for n in 2 3; do
+    for retries in 0 default; do
+      what="$kind=$n retries=$retries"
+      opts="timeout=3s,cache_size=256K,segment=64K,max_io=64K"
+      [ $retries = 0 ] && opts="$opts,retries=0"
+      rm -f "$NET/flt/pid.mode"
+      mnt "$M" "$URL" -o "$opts" || fail "$what: mount"
+      echo "$kind=$n" > "$NET/flt/pid.mode"   # faults start after the open
+      failed=$(read_all "$what")
+      [ $retries = default ] && [ "$failed" != 0 ] &&
+        fail "$what: $failed reads failed although retries were on"
+      total=$((total + failed))
+      [ -n "$(daemons_of "$M")" ] || fail "$what: daemon died"
+      rm -f "$NET/flt/pid.mode"
+      [ "$(read_all "$what cleared")" = 0 ] || fail "$what: reads still fail after the fault cleared"
+      diff "$WORK/ls.got" "$WORK/ls.want" || fail "$what: listing differs after the fault cleared"
+      umnt "$M" || fail "$what: unmount"
+      mounts=$((mounts + 1))
+    done
+  done
+done
+echo "remote fault campaign: $mounts mounts, $total reads failed with EIO, all correct after clearing"
+[ $total -gt 0 ] || fail "no fault ever reached the application"
