@@ -69,7 +69,14 @@ fresh_root() {
   rm -rf --one-file-system "$root"
   mkdir -p "$root"
   tar -C "$root" -xf "$base"
+  # This machine's network: its resolver, and the local CAs it trusts (a TLS
+  # proxy on the way to the npm registry): ca-certificates takes them into the
+  # bundle Debian's node uses when deps.sh installs it.
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  fi
   cat > "$root/etc/apt/sources.list" <<EOS
 deb $mirror bookworm main
 deb $mirror bookworm-updates main
