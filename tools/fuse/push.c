@@ -187,9 +187,20 @@ void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino)
 /* ---- the pushing thread ---- */
 
 /* Files are queued before the reply that tells the kernel of them (fuse_ops.c),
- * so a first store may come before the kernel has set up the inode. */
+ * so a first store may come before the kernel has set up the inode: retry with
+ * a doubling wait from 0.1 ms up to 2 ms, about 33 ms in all (a loaded machine
+ * can take that long to process the reply; 2 ms in all lost pushes there). */
 #define PUSH_TRIES 20
-static const struct timespec push_retry_wait = { 0, 100000 }; /* 0.1 ms */
+#define PUSH_WAIT_FIRST_NS 100000L
+#define PUSH_WAIT_MAX_NS 2000000L
+
+static void push_retry_wait(unsigned tries)
+{
+	long ns = PUSH_WAIT_FIRST_NS << (tries < 5 ? tries : 5);
+	struct timespec t = { 0, ns < PUSH_WAIT_MAX_NS ? ns : PUSH_WAIT_MAX_NS };
+
+	nanosleep(&t, NULL);
+}
 
 /* Stores r's next pages, at most PUSH_CHUNK of them, and advances r past them
  * (r->len 0 once it is done). What is left goes back in the queue, so a range
@@ -217,7 +228,7 @@ static size_t push_piece(struct cairn_push *p, struct push_range *r)
 			break;
 		if (rc != -ENOENT || ++r->tries >= PUSH_TRIES)
 			return 0;
-		nanosleep(&push_retry_wait, NULL);
+		push_retry_wait(r->tries - 1);
 	}
 	if (off + (uint64_t)got >= end) {
 		r->len = 0;
