@@ -11,7 +11,12 @@
  *               (data, metadata, xattrs, parents first) the first time it is
  *               changed; deletions leave whiteouts; a directory removed and made
  *               again is opaque. Renaming a directory that exists in the image
- *               gives -EXDEV, as overlayfs does without redirect_dir.
+ *               gives -EXDEV, as overlayfs does without redirect_dir. One name
+ *               of an image file with several hard links copies up alone and
+ *               gets an inode number of its own; the names left show the image's
+ *               inode with the link count they still have. A file's data is
+ *               copied without the namespace lock, into a nameless RAM file that
+ *               takes the name when complete.
  *   empty       RAM only, like tmpfs.
  *
  * Objects are named by node ids, which is what FUSE calls inode numbers: the
@@ -53,12 +58,18 @@ struct cairn_ns;
 struct cairn_ns_config {
 	struct cairn_image *image;   /* lower tree; NULL only with CAIRN_NS_EMPTY; not owned */
 	unsigned flags;              /* CAIRN_NS_* */
-	const char *tmp_paths;       /* ':'-separated absolute paths, or NULL */
+	/* ':'-separated absolute paths, or NULL. Each may not be "/", nor hold "."
+	 * or ".." (-EINVAL), nor name or pass through a non-directory of the image
+	 * (-ENOTDIR: a RAM directory there would hide it). */
+	const char *tmp_paths;
+	char *err_path;              /* when a tmp path fails, it is copied here; may be NULL */
+	size_t err_path_size;
 	struct cairn_ramfs_config ram; /* limits of the RAM layer */
 };
 
 /* An entry as FUSE needs it. */
 #define CAIRN_NS_E_IMMUTABLE 1u /* can never change while mounted: cache it long */
+#define CAIRN_NS_E_VOLATILE  2u /* its attributes change without calls on it: don't cache them */
 struct cairn_ns_entry {
 	uint64_t node;
 	struct cairn_stat st;
@@ -87,6 +98,11 @@ int cairn_ns_mkdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t l
 		   uint32_t mode, const struct cairn_cred *cred, struct cairn_ns_entry *e);
 int cairn_ns_symlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
 		     const char *target, const struct cairn_cred *cred, struct cairn_ns_entry *e);
+/* O_TMPFILE: a regular file in dir's RAM layer with no name (nlink 0), made as
+ * a file in dir would be (owner, default ACL, umask); cairn_ns_link can name it.
+ * -EROFS on the read-only part (an overlay copies dir up). */
+int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
+		     const struct cairn_cred *cred, struct cairn_ns_entry *e);
 int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const char *name,
 		  size_t len, struct cairn_ns_entry *e);
 int cairn_ns_unlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len);
@@ -102,8 +118,11 @@ int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_d
 		     void *ctx);
 
 /* open flags are open(2)'s: a write access or O_TRUNC copies up (overlay) or
- * gives -EROFS on the read-only part. *fh is handed back to release. */
-int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, uint64_t *fh);
+ * gives -EROFS on the read-only part. O_TRUNC empties a regular file and sets its
+ * mtime and ctime (an image file is copied up without its data); cred (NULL =
+ * root) decides whether that clears setuid. *fh is handed back to release. */
+int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct cairn_cred *cred,
+		  uint64_t *fh);
 void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
 /* cairn_image_hot_ranges() of a node that is an image file (not copied up);

@@ -62,8 +62,11 @@ struct cairn_ramfs_config {
 #define CAIRN_RAMFS_NO_POOL UINT64_MAX
 
 /* Who is asking: used for ownership of new objects (setgid dirs) and for
- * clearing setuid/setgid on write and chown. */
-struct cairn_cred { uint32_t uid, gid; };
+ * clearing setuid/setgid on write and chown. umask applies to the mode of a new
+ * object unless its directory has a default ACL, which it then inherits (the
+ * FUSE front end asks the kernel to leave the umask to it). A NULL cred is root
+ * making an exact copy (copy-up, seeding): no umask, nothing inherited. */
+struct cairn_cred { uint32_t uid, gid, umask; };
 
 /* setattr: which fields of struct cairn_setattr apply. MODE keeps the file type
  * and sets the 07777 bits. UID/GID on a non-directory also clear setuid (and setgid
@@ -116,6 +119,12 @@ int cairn_ramfs_mkdir(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name,
 		      uint32_t mode, const struct cairn_cred *cred, struct cairn_stat *st);
 int cairn_ramfs_symlink(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len,
 			const char *target, const struct cairn_cred *cred, struct cairn_stat *st);
+/* A regular file without a name (O_TMPFILE), made as a file in dir would be
+ * (owner, setgid, default ACL, umask): nlink 0 and one lookup reference, so it
+ * goes when forgotten and released, unless cairn_ramfs_link names it first. */
+int cairn_ramfs_tmpfile(struct cairn_ramfs *fs, cairn_ino_t dir, uint32_t mode,
+			const struct cairn_cred *cred, struct cairn_stat *st);
+/* Also names an inode from cairn_ramfs_tmpfile; other inodes with nlink 0 -ENOENT. */
 int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir,
 		     const char *name, size_t len, struct cairn_stat *st);
 int cairn_ramfs_unlink(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len);
@@ -165,8 +174,13 @@ int cairn_ramfs_fallocate(struct cairn_ramfs *fs, cairn_ino_t ino, int mode, uin
 int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, int64_t off, int whence);
 int cairn_ramfs_statfs(struct cairn_ramfs *fs, struct cairn_statfs *out);
 
-/* Namespaces user., trusted., security. (others -EOPNOTSUPP; user. on anything but
- * files and directories -EPERM). flags: 0, XATTR_CREATE (-EEXIST) or XATTR_REPLACE
+/* Namespaces user., trusted., security., and the POSIX ACLs system.posix_acl_access
+ * and system.posix_acl_default (others -EOPNOTSUPP; user. on anything but files and
+ * directories -EPERM; ACLs on symlinks -EOPNOTSUPP, a default ACL on a
+ * non-directory -EACCES, a malformed ACL -EINVAL). ACLs and the mode stay in step
+ * as on tmpfs: an access ACL sets the permission bits (group = its mask) and is not
+ * stored when the mode says it all; chmod sets the ACL's owner, mask and other
+ * entries. The kernel enforces them. flags: 0, XATTR_CREATE (-EEXIST) or XATTR_REPLACE
  * (-ENODATA). get/list: size 0 returns the size needed, a small buffer -ERANGE.
  * Name and value bytes count against size_limit (-ENOSPC). */
 int cairn_ramfs_setxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,

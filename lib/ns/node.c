@@ -7,6 +7,7 @@
  * a child points at it; then it is freed and its RAM lookup reference dropped.
  */
 #include <errno.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ns_internal.h"
@@ -254,18 +255,21 @@ int ns_node_rename(struct cairn_ns *ns, struct ns_node *n, struct ns_node *paren
 #define SET_EMPTY 0
 #define SET_DEAD UINT64_MAX
 
-int ns_set_init(struct ns_set *s)
+int ns_set_init(struct ns_set *s, int with_counts)
 {
 	s->mask = 63;
 	s->used = 0;
 	s->keys = calloc(s->mask + 1, sizeof(*s->keys));
-	return s->keys ? 0 : -ENOMEM;
+	s->vals = with_counts ? calloc(s->mask + 1, sizeof(*s->vals)) : NULL;
+	return s->keys && (s->vals || !with_counts) ? 0 : -ENOMEM;
 }
 
 void ns_set_destroy(struct ns_set *s)
 {
 	free(s->keys);
+	free(s->vals);
 	s->keys = NULL;
+	s->vals = NULL;
 }
 
 /* Keys 0 and UINT64_MAX are stored shifted by one so they never collide with the
@@ -275,26 +279,43 @@ static uint64_t set_key(uint64_t k)
 	return k + 1 == SET_DEAD ? 1 : k + 1;
 }
 
-int ns_set_has(const struct ns_set *s, uint64_t key)
+/* The slot holding key, or -1. */
+static ssize_t set_find(const struct ns_set *s, uint64_t key)
 {
 	uint64_t k = set_key(key);
 
 	for (size_t i = hash64(k) & s->mask;; i = (i + 1) & s->mask) {
 		if (s->keys[i] == k)
-			return 1;
+			return (ssize_t)i;
 		if (s->keys[i] == SET_EMPTY)
-			return 0;
+			return -1;
 	}
+}
+
+int ns_set_has(const struct ns_set *s, uint64_t key)
+{
+	return set_find(s, key) >= 0;
+}
+
+uint64_t ns_set_count(const struct ns_set *s, uint64_t key)
+{
+	ssize_t i = s->used ? set_find(s, key) : -1;
+
+	return i >= 0 && s->vals ? s->vals[i] : 0;
 }
 
 static int set_rehash(struct ns_set *s, size_t nmask)
 {
-	uint64_t *old = s->keys;
+	uint64_t *old = s->keys, *oldv = s->vals;
 	size_t omask = s->mask;
 
 	s->keys = calloc(nmask + 1, sizeof(*s->keys));
-	if (!s->keys) {
+	s->vals = oldv ? calloc(nmask + 1, sizeof(*s->vals)) : NULL;
+	if (!s->keys || (oldv && !s->vals)) {
+		free(s->keys);
+		free(s->vals);
 		s->keys = old;
+		s->vals = oldv;
 		return -ENOMEM;
 	}
 	s->mask = nmask;
@@ -306,9 +327,12 @@ static int set_rehash(struct ns_set *s, size_t nmask)
 			while (s->keys[j] != SET_EMPTY)
 				j = (j + 1) & nmask;
 			s->keys[j] = old[i];
+			if (oldv)
+				s->vals[j] = oldv[i];
 			s->used++;
 		}
 	free(old);
+	free(oldv);
 	return 0;
 }
 
@@ -331,19 +355,24 @@ int ns_set_add(struct ns_set *s, uint64_t key)
 	if (s->keys[i] == SET_EMPTY)
 		s->used++;
 	s->keys[i] = k;
+	if (s->vals)
+		s->vals[i] = 0;
 	return 0;
+}
+
+int ns_set_inc(struct ns_set *s, uint64_t key)
+{
+	int rc = ns_set_add(s, key);
+
+	if (!rc)
+		s->vals[set_find(s, key)]++;
+	return rc;
 }
 
 void ns_set_del(struct ns_set *s, uint64_t key)
 {
-	uint64_t k = set_key(key);
+	ssize_t i = set_find(s, key);
 
-	for (size_t i = hash64(k) & s->mask;; i = (i + 1) & s->mask) {
-		if (s->keys[i] == k) {
-			s->keys[i] = SET_DEAD;
-			return;
-		}
-		if (s->keys[i] == SET_EMPTY)
-			return;
-	}
+	if (i >= 0)
+		s->keys[i] = SET_DEAD;
 }

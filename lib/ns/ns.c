@@ -8,7 +8,9 @@
  *
  * Locking: ns->lock guards the node tables, node links and every tree change.
  * Lookups and reads do their layer IO without it (the layers are thread-safe and
- * a node's layers only ever gain an upper inode, published atomically).
+ * a node's layers only ever gain an upper inode, published atomically). A file's
+ * copy-up copies its data without it too (copyup.c): only users of that file
+ * wait, and a rename that meets one starts over once it is done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +30,6 @@
 
 #define NAME_MAX_LEN 255
 #define LOWER_COOKIE (1ull << 62)
-
-static const struct cairn_cred root_cred = { 0, 0 };
 
 /* ---- small helpers ---- */
 
@@ -74,16 +74,34 @@ static int merged(const struct dsnap *s)
 	return s->has_lower && !s->opaque;
 }
 
-/* Attributes of n: the upper inode once it is the truth, else the image's. */
-static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *st)
+/* An image file some of whose names are gone shows the links it has left.
+ * Lock held. */
+static void lower_nlink(struct cairn_ns *ns, struct cairn_stat *st)
+{
+	uint64_t gone = ns_link_group(st) ? ns_set_count(&ns->gone_links, st->ino) : 0;
+
+	st->nlink = gone < st->nlink ? st->nlink - (uint32_t)gone : 1;
+}
+
+/* Attributes of n: the upper inode once it is the truth, else the image's.
+ * `locked`: whether the caller holds ns->lock. */
+static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *st, int locked)
 {
 	int up = ns_has_upper(n);
 	int rc;
 
-	if (up && (writable(ns, n) || !n->has_lower))
+	if (up && (writable(ns, n) || !n->has_lower)) {
 		rc = cairn_ramfs_getattr(ns->ram, n->upper, st);
-	else
+	} else {
 		rc = cairn_image_stat(ns->img, n->lower, st);
+		if (!rc && ns->overlay && ns_link_group(st)) {
+			if (!locked)
+				pthread_mutex_lock(&ns->lock);
+			lower_nlink(ns, st);
+			if (!locked)
+				pthread_mutex_unlock(&ns->lock);
+		}
+	}
 	if (rc)
 		return rc;
 	st->ino = n->st_ino;
@@ -95,10 +113,15 @@ static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *
 	return 0;
 }
 
+/* e->node and e->flags, once e->st is filled. One name of an image file with
+ * several is its own node (each copies up alone), so a change through another
+ * name changes its link count without a call on this node. */
 static void fill_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_entry *e)
 {
 	e->node = ns_node_id(ns, n);
 	e->flags = writable(ns, n) ? 0 : CAIRN_NS_E_IMMUTABLE;
+	if (ns->overlay && !ns_has_upper(n) && ns_link_group(&e->st))
+		e->flags |= CAIRN_NS_E_VOLATILE;
 }
 
 static int check_name(const char *name, size_t len)
@@ -179,7 +202,7 @@ static uint32_t entry_mode(const struct mentry *m)
 static int make_whiteout(struct cairn_ns *ns, cairn_ino_t dir, const char *name, size_t len)
 {
 	struct cairn_stat st;
-	int rc = cairn_ramfs_mknod(ns->ram, dir, name, len, NS_WHITEOUT_MODE, 0, &root_cred, &st);
+	int rc = cairn_ramfs_mknod(ns->ram, dir, name, len, NS_WHITEOUT_MODE, 0, NULL, &st);
 
 	if (rc == 0)
 		cairn_ramfs_forget(ns->ram, st.ino, 1);
@@ -235,7 +258,7 @@ static int get_node(struct cairn_ns *ns, struct ns_node *parent, const char *nam
 /* Return n as an entry with one more lookup reference. Lock held. */
 static int give_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_entry *e)
 {
-	int rc = node_stat(ns, n, &e->st);
+	int rc = node_stat(ns, n, &e->st, 1);
 
 	if (rc) {
 		ns_node_put(ns, n, 0); /* frees it if it was new */
@@ -329,18 +352,26 @@ void cairn_ns_hold(struct cairn_ns *ns, uint64_t node)
 int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *e)
 {
 	struct ns_node *n = ns_node_get(ns, node);
+	int rc;
 
 	memset(e, 0, sizeof(*e));
+	rc = node_stat(ns, n, &e->st, 0);
 	fill_entry(ns, n, e);
-	return node_stat(ns, n, &e->st);
+	return rc;
 }
 
-/* Make n changeable: -EROFS where the namespace is read-only, else copy it up. */
-static int prep_write(struct cairn_ns *ns, struct ns_node *n)
+/* Make n changeable: -EROFS where the namespace is read-only, else copy it up
+ * with its data below `keep` (a truncation needs no more). */
+static int prep_write_keep(struct cairn_ns *ns, struct ns_node *n, uint64_t keep)
 {
 	if (!writable(ns, n))
 		return -EROFS;
-	return ns_copy_up(ns, n);
+	return ns_copy_up(ns, n, keep, 1);
+}
+
+static int prep_write(struct cairn_ns *ns, struct ns_node *n)
+{
+	return prep_write_keep(ns, n, NS_KEEP_ALL);
 }
 
 int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_setattr *sa,
@@ -351,15 +382,15 @@ int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_seta
 
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_lock(&ns->lock);
-	rc = prep_write(ns, n);
+	rc = prep_write_keep(ns, n, (sa->valid & CAIRN_SET_SIZE) ? sa->size : NS_KEEP_ALL);
 	pthread_mutex_unlock(&ns->lock);
 	if (rc)
 		return rc;
 	rc = cairn_ramfs_setattr(ns->ram, n->upper, sa, cred, &e->st);
-	if (rc)
-		return rc;
+	if (!rc)
+		rc = node_stat(ns, n, &e->st, 0);
 	fill_entry(ns, n, e);
-	return node_stat(ns, n, &e->st);
+	return rc;
 }
 
 /* ---- creating names ---- */
@@ -432,6 +463,8 @@ static int do_create(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 	if (m.whiteout && S_ISDIR(st.mode))
 		ns_set_add(&ns->opaque, st.ino);
 	rc = get_node(ns, d, name, len, &st, 0, 0, st.mode, 0, &n);
+	if (rc == 0 && n->name_len == 0) /* an O_TMPFILE node named at last */
+		rc = ns_node_rename(ns, n, d, name, len);
 	if (rc == 0)
 		rc = give_entry(ns, n, e);
 out:
@@ -474,6 +507,27 @@ int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const cha
 	if (a.src->type == S_IFDIR)
 		return -EPERM;
 	return do_create(ns, newdir, name, len, &a, e);
+}
+
+int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
+		     const struct cairn_cred *cred, struct cairn_ns_entry *e)
+{
+	struct ns_node *d = ns_node_get(ns, dir), *n;
+	struct cairn_stat st;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&ns->lock);
+	rc = d->type == S_IFDIR ? prep_write(ns, d) : -ENOTDIR;
+	if (!rc)
+		rc = cairn_ramfs_tmpfile(ns->ram, d->upper, mode, cred, &st);
+	/* A node with no name yet: link() gives it one (do_create). */
+	if (!rc)
+		rc = get_node(ns, d, "", 0, &st, 0, 0, st.mode, 0, &n);
+	if (!rc)
+		rc = give_entry(ns, n, e);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
 }
 
 /* ---- removing names ---- */
@@ -547,6 +601,15 @@ static void entry_dir_layers(struct cairn_ns *ns, const struct mentry *m, int *h
 	*low = m->lower;
 }
 
+/* Image object `lower` loses a name that showed it (ns_link_gone). Lock held. */
+static int lower_name_gone(struct cairn_ns *ns, cairn_ino_t lower)
+{
+	struct cairn_stat ls;
+	int rc = cairn_image_stat(ns->img, lower, &ls);
+
+	return rc ? rc : ns_link_gone(ns, &ls);
+}
+
 static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len, int isdir)
 {
 	struct ns_node *d = ns_node_get(ns, dir);
@@ -593,6 +656,8 @@ static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 	}
 	if (!rc && m.in_lower && !m.whiteout)
 		rc = make_whiteout(ns, s.upper, name, len);
+	if (!rc && m.in_lower && !m.whiteout && !m.in_upper)
+		rc = lower_name_gone(ns, m.lower);
 out:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -624,12 +689,14 @@ static int copy_up_entry(struct cairn_ns *ns, struct ns_node *d, const char *nam
 		return -EXDEV;
 	n = ns_table_find_lower(ns, m->lower);
 	if (n && n->parent == d && n->name_len == len && !memcmp(n->name, name, len)) {
-		rc = ns_copy_up(ns, n);
+		rc = ns_copy_up(ns, n, NS_KEEP_ALL, 0); /* the rename's checks must stay true */
 		if (rc)
 			return rc;
 		rc = cairn_ramfs_getattr(ns->ram, n->upper, &m->ust);
 	} else {
-		rc = ns_copy_object(ns, m->lower, d->upper, name, len, &st);
+		rc = ns_copy_object(ns, m->lower, d->upper, name, len, NS_KEEP_ALL, &st);
+		if (!rc)
+			rc = lower_name_gone(ns, m->lower);
 		if (rc)
 			return rc;
 		cairn_ramfs_forget(ns->ram, st.ino, 1);
@@ -726,6 +793,9 @@ static int do_rename(struct cairn_ns *ns, struct ns_node *od, const char *oname,
 	}
 	if (dst.in_upper && S_ISDIR(dst.ust.mode) && !(flags & RENAME_EXCHANGE))
 		ns_set_del(&ns->opaque, dst.ust.ino);
+	/* An image file renamed over is hidden now, as if unlinked. */
+	if (!dst.in_upper && dst.in_lower && !dst.whiteout && !S_ISDIR(dst.lower_mode))
+		lower_name_gone(ns, dst.lower);
 	/* A directory landing on an image directory's name must hide its content. */
 	if (S_ISDIR(src.ust.mode) && (dst_had_lower_dir || dst.whiteout))
 		ns_set_add(&ns->opaque, src.ust.ino);
@@ -754,8 +824,10 @@ int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, s
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&ns->lock);
-	rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen, ns_node_get(ns, newdir),
-		       newname, newlen, flags);
+	/* -EAGAIN: a file it moves is being copied up; nothing changed yet. */
+	while ((rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen,
+			       ns_node_get(ns, newdir), newname, newlen, flags)) == -EAGAIN)
+		pthread_cond_wait(&ns->copy_done, &ns->lock);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
@@ -958,15 +1030,29 @@ int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_d
 
 /* ---- files ---- */
 
-int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, uint64_t *fh)
+/* open(O_TRUNC) of a regular file: size 0, and mtime and ctime now even when it
+ * was empty (open(2)); setuid cleared for non-root as on any truncate. */
+static int open_truncate(struct cairn_ns *ns, struct ns_node *n, const struct cairn_cred *cred)
+{
+	struct cairn_setattr sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.valid = CAIRN_SET_SIZE | CAIRN_SET_MTIME_NOW;
+	return cairn_ramfs_setattr(ns->ram, n->upper, &sa, cred, NULL);
+}
+
+int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct cairn_cred *cred,
+		  uint64_t *fh)
 {
 	struct ns_node *n = ns_node_get(ns, node);
+	int trunc = (flags & O_TRUNC) && n->type == S_IFREG;
 	int rc = 0;
 
 	*fh = 0;
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
 		pthread_mutex_lock(&ns->lock);
-		rc = prep_write(ns, n);
+		/* Truncating: copied up at size 0, without its data (as overlayfs). */
+		rc = prep_write_keep(ns, n, trunc ? 0 : NS_KEEP_ALL);
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			return rc;
@@ -975,6 +1061,12 @@ int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, uint64_t *fh)
 		rc = cairn_ramfs_open(ns->ram, n->upper);
 		if (rc)
 			return rc;
+		if (trunc)
+			rc = open_truncate(ns, n, cred);
+		if (rc) {
+			cairn_ramfs_release(ns->ram, n->upper);
+			return rc;
+		}
 		*fh = (n->upper << 1) | 1; /* release drops this inode, whatever happens */
 	}
 	return 0;

@@ -8,6 +8,7 @@
 #define CAIRN_NS_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <cairn/ns.h>
 
@@ -26,6 +27,9 @@ struct ns_node {
 	unsigned tmp : 1;           /* inside a RAM subtree of a tmp= namespace */
 	unsigned keyed_lower : 1;   /* in the lower table */
 	unsigned keyed_upper : 1;   /* in the upper table */
+	/* A copy-up of it runs without the lock (copyup.c). Not a bit field: the
+	 * bits above are read without the lock, so no word they share may change. */
+	int copying;
 	struct ns_node *next_lower, *next_upper; /* hash chains */
 	struct ns_node *all_prev, *all_next;     /* every node, for teardown */
 };
@@ -36,14 +40,17 @@ struct ns_table {
 	size_t mask, count;
 };
 
-/* A set of RAM inode numbers (opaque directories). */
+/* A set of inode numbers (opaque directories), or with counts a map from them
+ * (image inodes with names gone). */
 struct ns_set {
 	uint64_t *keys;             /* 0 = empty slot, UINT64_MAX = deleted */
+	uint64_t *vals;             /* counts beside keys, or NULL for a plain set */
 	size_t mask, used;
 };
 
 struct cairn_ns {
 	pthread_mutex_t lock;       /* node tables, node links, every tree change */
+	pthread_cond_t copy_done;   /* a node's `copying` went back to 0 (with lock) */
 	struct cairn_image *img;    /* NULL when empty */
 	struct cairn_ramfs *ram;    /* NULL when read-only */
 	int overlay;                /* whole tree writable */
@@ -51,6 +58,10 @@ struct cairn_ns {
 	struct ns_node *all;        /* list of every node but the root */
 	struct ns_table lower_tab, upper_tab;
 	struct ns_set opaque;       /* upper dirs that hide the image below them */
+	/* Image files with several names: how many of those names no longer show
+	 * the image inode (copied up, removed or renamed over), so the names that
+	 * still do show the right link count. */
+	struct ns_set gone_links;
 	cairn_ino_t *tmp_roots;     /* RAM inodes of the tmp= subtrees */
 	size_t n_tmp_roots;
 	uint64_t ino_offset;        /* added to RAM inode numbers shown to users */
@@ -80,19 +91,39 @@ void ns_node_free_all(struct cairn_ns *ns);
 int ns_node_rename(struct cairn_ns *ns, struct ns_node *n, struct ns_node *parent,
 		   const char *name, size_t len);
 
-int ns_set_init(struct ns_set *s);
+/* with_counts: keep a count per key (ns_set_count, ns_set_inc). */
+int ns_set_init(struct ns_set *s, int with_counts);
 void ns_set_destroy(struct ns_set *s);
 int ns_set_has(const struct ns_set *s, uint64_t key);
 int ns_set_add(struct ns_set *s, uint64_t key);
 void ns_set_del(struct ns_set *s, uint64_t key);
+uint64_t ns_set_count(const struct ns_set *s, uint64_t key);
+int ns_set_inc(struct ns_set *s, uint64_t key);
 
 /* copyup.c */
 /* Copy image object `lower` to name in RAM dir `updir`; *st gets its attributes and
- * one RAM lookup reference. On failure nothing is left behind. */
+ * one RAM lookup reference. Only file data below `keep` bytes is copied (the rest
+ * reads as a hole until the caller truncates): NS_KEEP_ALL for all of it. On
+ * failure nothing is left behind. */
+#define NS_KEEP_ALL UINT64_MAX
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
-		   size_t len, struct cairn_stat *st);
-/* Give n an upper inode (parents first). -EROFS when the namespace forbids it. */
-int ns_copy_up(struct cairn_ns *ns, struct ns_node *n);
+		   size_t len, uint64_t keep, struct cairn_stat *st);
+/* Give n an upper inode (parents first), copying data below `keep` (see above).
+ * -EROFS when the namespace forbids it. Lock held. With may_unlock, a regular
+ * file's data is copied with the lock dropped meanwhile (so the caller must hold
+ * no state the lock guards across the call), and a copy-up of n already running
+ * is waited for; without it, the copy runs under the lock and a running one
+ * gives -EAGAIN (wait on ns->copy_done and start over). */
+int ns_copy_up(struct cairn_ns *ns, struct ns_node *n, uint64_t keep, int may_unlock);
+/* An image file with several names loses one of them (copy-up, unlink, rename
+ * over it): its other names show one link less. Lock held. */
+int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls);
+/* Image files with several names get an inode number of their own on copy-up:
+ * the other names still show the image's inode and data. */
+static inline int ns_link_group(const struct cairn_stat *ls)
+{
+	return (ls->mode & S_IFMT) != S_IFDIR && ls->nlink > 1;
+}
 
 /* Directory listings collected from one layer (names copied). */
 struct ns_dent {

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include "ns_internal.h"
 
-static const struct cairn_cred root_cred = { 0, 0 };
 
 /* Find or make directory `name` in RAM dir `up`, shaped after image dir `low`
  * when there is one (have_low), else with mode `mode`. *out gets its inode. */
@@ -26,9 +25,9 @@ static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, siz
 	if (rc != -ENOENT)
 		return rc;
 	if (have_low)
-		rc = ns_copy_object(ns, low, up, name, len, &st);
+		rc = ns_copy_object(ns, low, up, name, len, NS_KEEP_ALL, &st);
 	else
-		rc = cairn_ramfs_mkdir(ns->ram, up, name, len, mode, &root_cred, &st);
+		rc = cairn_ramfs_mkdir(ns->ram, up, name, len, mode, NULL, &st);
 	if (rc)
 		return rc;
 	cairn_ramfs_forget(ns->ram, st.ino, 1);
@@ -81,7 +80,9 @@ static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
 				rc = cairn_image_stat(ns->img, child, &ls);
 			if (rc == 0 && S_ISDIR(ls.mode))
 				low = child;
-			else if (rc == 0 || rc == -ENOENT)
+			else if (rc == 0)
+				return -ENOTDIR; /* a RAM directory would hide the image's file */
+			else if (rc == -ENOENT)
 				have_low = 0;
 			else
 				return rc;
@@ -102,13 +103,22 @@ static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
 	return 0;
 }
 
-static int add_tmp_paths(struct cairn_ns *ns, const char *paths)
+/* On failure the path at fault goes to cfg->err_path. */
+static int add_tmp_paths(struct cairn_ns *ns, const struct cairn_ns_config *cfg)
 {
+	const char *paths = cfg->tmp_paths;
+
 	while (*paths) {
 		const char *end = strchr(paths, ':');
 		size_t len = end ? (size_t)(end - paths) : strlen(paths);
 		int rc = len ? add_tmp_path(ns, paths, len) : 0;
 
+		if (rc && cfg->err_path && cfg->err_path_size) {
+			size_t n = len < cfg->err_path_size - 1 ? len : cfg->err_path_size - 1;
+
+			memcpy(cfg->err_path, paths, n);
+			cfg->err_path[n] = 0;
+		}
 		if (rc)
 			return rc;
 		paths += len;
@@ -156,13 +166,16 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	if (!ns)
 		return -ENOMEM;
 	pthread_mutex_init(&ns->lock, NULL);
+	pthread_cond_init(&ns->copy_done, NULL);
 	ns->img = empty ? NULL : cfg->image;
 	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
 	rc = ns_table_init(&ns->lower_tab);
 	if (!rc)
 		rc = ns_table_init(&ns->upper_tab);
 	if (!rc)
-		rc = ns_set_init(&ns->opaque);
+		rc = ns_set_init(&ns->opaque, 0);
+	if (!rc)
+		rc = ns_set_init(&ns->gone_links, 1);
 	if (rc)
 		goto fail;
 	if (ns->img) {
@@ -187,7 +200,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	if (!rc && ns->img && ns->ram)
 		ns_node_add(ns, ns->root, 1);
 	if (!rc && has_tmp && !empty)
-		rc = add_tmp_paths(ns, cfg->tmp_paths);
+		rc = add_tmp_paths(ns, cfg);
 	if (rc)
 		goto fail;
 	*out = ns;
@@ -212,7 +225,9 @@ void cairn_ns_free(struct cairn_ns *ns)
 	ns_table_destroy(&ns->lower_tab);
 	ns_table_destroy(&ns->upper_tab);
 	ns_set_destroy(&ns->opaque);
+	ns_set_destroy(&ns->gone_links);
 	free(ns->tmp_roots);
+	pthread_cond_destroy(&ns->copy_done);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }

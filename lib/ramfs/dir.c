@@ -332,12 +332,70 @@ static void new_owner(const struct ramfs_inode *dir, const struct cairn_cred *cr
 		*mode &= ~(uint32_t)S_ISGID; /* as the kernel's mode_strip_sgid() */
 }
 
+/* The default ACL of dir, copied (caller frees); NULL when it has none. */
+static void *default_acl(struct ramfs_inode *dir, size_t *len)
+{
+	void *copy = NULL, *v;
+
+	pthread_rwlock_rdlock(&dir->lock);
+	v = ramfs_xattr_value(dir, RAMFS_ACL_DEFAULT, len);
+	if (v && (copy = malloc(*len)))
+		memcpy(copy, v, *len);
+	pthread_rwlock_unlock(&dir->lock);
+	return copy;
+}
+
+/* A new unlinked inode for dir (refs 0, nlink 0): owner and group as
+ * new_owner(); the mode masked by dir's default ACL, which it inherits (as its
+ * access ACL, and a directory as its default ACL too), or else by the caller's
+ * umask. A NULL cred makes an exact copy: nothing inherited, no umask. Caller
+ * holds fs->ns_lock for writing. */
+static int new_inode_in(struct cairn_ramfs *fs, struct ramfs_inode *d, uint32_t mode,
+			const struct cairn_cred *cred, struct ramfs_inode **out)
+{
+	struct ramfs_inode *n;
+	uint32_t uid, gid;
+	void *dacl = NULL, *acc = NULL;
+	size_t alen = 0;
+	int err = 0, store_access = 0;
+
+	pthread_rwlock_rdlock(&d->lock);
+	new_owner(d, cred, &mode, &uid, &gid);
+	pthread_rwlock_unlock(&d->lock);
+	if (cred && !S_ISLNK(mode))
+		dacl = default_acl(d, &alen);
+	if (dacl) {
+		acc = malloc(alen);
+		if (!acc) {
+			free(dacl);
+			return -ENOMEM;
+		}
+		memcpy(acc, dacl, alen);
+		store_access = ramfs_acl_create(acc, alen, &mode);
+	} else if (cred && !S_ISLNK(mode)) {
+		mode &= ~(cred->umask & 0777);
+	}
+	err = ramfs_inode_new(fs, mode, uid, gid, &n);
+	if (!err) {
+		if (dacl && S_ISDIR(mode))
+			err = ramfs_xattr_add(fs, n, RAMFS_ACL_DEFAULT, dacl, alen);
+		if (!err && store_access)
+			err = ramfs_xattr_add(fs, n, RAMFS_ACL_ACCESS, acc, alen);
+		if (err)
+			ramfs_inode_discard(fs, n);
+		else
+			*out = n;
+	}
+	free(dacl);
+	free(acc);
+	return err;
+}
+
 static int create_obj(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len,
 		      const struct new_obj *o, const struct cairn_cred *cred, struct cairn_stat *st)
 {
 	struct ramfs_inode *d, *n;
 	struct cairn_time now;
-	uint32_t mode = o->mode, uid, gid;
 	int err = check_name(name, len);
 
 	if (err)
@@ -346,12 +404,8 @@ static int create_obj(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name,
 	err = get_live_dir(fs, dir, &d);
 	if (!err && (is_dot(name, len) || is_dotdot(name, len) || dir_find(&d->u.dir, name, len)))
 		err = -EEXIST;
-	if (err)
-		goto out;
-	pthread_rwlock_rdlock(&d->lock);
-	new_owner(d, cred, &mode, &uid, &gid);
-	pthread_rwlock_unlock(&d->lock);
-	err = ramfs_inode_new(fs, mode, uid, gid, &n);
+	if (!err)
+		err = new_inode_in(fs, d, o->mode, cred, &n);
 	if (err)
 		goto out;
 	err = init_obj(fs, n, d, o);
@@ -363,7 +417,7 @@ static int create_obj(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name,
 	}
 	ramfs_ref(n, 2); /* its name and the caller's lookup reference */
 	now = n->ctime;
-	dir_touch(d, 1, S_ISDIR(mode) ? 1 : 0, &now);
+	dir_touch(d, 1, S_ISDIR(n->type) ? 1 : 0, &now);
 	if (st)
 		ramfs_fill_stat(fs, n, st);
 out:
@@ -413,6 +467,26 @@ int cairn_ramfs_symlink(struct cairn_ramfs *fs, cairn_ino_t dir, const char *nam
 	return create_obj(fs, dir, name, len, &o, cred, st);
 }
 
+int cairn_ramfs_tmpfile(struct cairn_ramfs *fs, cairn_ino_t dir, uint32_t mode,
+			const struct cairn_cred *cred, struct cairn_stat *st)
+{
+	struct ramfs_inode *d, *n;
+	int err;
+
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	err = get_live_dir(fs, dir, &d);
+	if (!err)
+		err = new_inode_in(fs, d, S_IFREG | (mode & 07777), cred, &n);
+	if (!err) {
+		n->linkable = true;
+		ramfs_ref(n, 1); /* the caller's lookup reference: no name */
+		if (st)
+			ramfs_fill_stat(fs, n, st);
+	}
+	pthread_rwlock_unlock(&fs->ns_lock);
+	return err;
+}
+
 int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir,
 		     const char *name, size_t len, struct cairn_stat *st)
 {
@@ -430,7 +504,7 @@ int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir
 		err = -EEXIST;
 	if (!err && S_ISDIR(n->type))
 		err = -EPERM;
-	if (!err && n->nlink == 0)
+	if (!err && n->nlink == 0 && !n->linkable)
 		err = -ENOENT;
 	if (!err && n->nlink >= UINT32_MAX - 1)
 		err = -EMLINK;
@@ -439,6 +513,7 @@ int cairn_ramfs_link(struct cairn_ramfs *fs, cairn_ino_t ino, cairn_ino_t newdir
 	if (!err) {
 		ramfs_ref(n, 2);
 		ramfs_now(&now);
+		n->linkable = false; /* named once: from now on as any inode */
 		node_nlink(n, 1, &now);
 		dir_touch(d, 1, 0, &now);
 		if (st)

@@ -77,7 +77,8 @@ static int copy_attrs(struct copy *c, cairn_ino_t dst, const struct cairn_stat *
 	return cairn_ramfs_setattr(c->fs, dst, &sa, NULL, NULL);
 }
 
-/* xattrs the RAM fs cannot hold (system.*, user.* on a symlink) are skipped. */
+/* xattrs the RAM fs cannot hold (system.* but the POSIX ACLs, user.* on a
+ * symlink) are skipped. */
 static int copy_xattrs(struct copy *c, cairn_ino_t dst, cairn_ino_t src)
 {
 	char *names;
@@ -97,6 +98,8 @@ static int copy_xattrs(struct copy *c, cairn_ino_t dst, cairn_ino_t src)
 		err = cairn_ramfs_setxattr(c->fs, dst, name, c->buf, (size_t)vlen, 0);
 		if (err == -EOPNOTSUPP || err == -EPERM)
 			err = 0;
+		if (err == -EINVAL && !strncmp(name, "system.posix_acl_", 17))
+			err = -CAIRN_ECORRUPT; /* an ACL no kernel would have written */
 	}
 	free(names);
 	return len < 0 ? (int)len : err;

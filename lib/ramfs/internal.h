@@ -89,6 +89,7 @@ struct ramfs_inode {
 	uint32_t mode, nlink, uid, gid;
 	uint64_t size, rdev;
 	uint64_t nchunks;               /* allocated chunks (st_blocks) */
+	bool linkable;                  /* O_TMPFILE: nlink 0, yet link() may name it */
 	struct cairn_time atime, mtime, ctime;
 	struct ramfs_xattr *xattrs;
 	union {
@@ -168,5 +169,27 @@ bool ramfs_is_dir(const struct ramfs_inode *n);
 
 /* xattr.c */
 void ramfs_xattr_free_all(struct cairn_ramfs *fs, struct ramfs_inode *n);
+/* The stored value of name and its length, or NULL; caller holds n->lock. */
+void *ramfs_xattr_value(struct ramfs_inode *n, const char *name, size_t *len);
+/* Set name on an inode nobody else can see yet (no checks but space). */
+int ramfs_xattr_add(struct cairn_ramfs *fs, struct ramfs_inode *n, const char *name,
+		    const void *value, size_t size);
+
+/* acl.c: POSIX ACLs in their xattr format (see the file's comment). */
+#define RAMFS_ACL_ACCESS "system.posix_acl_access"
+#define RAMFS_ACL_DEFAULT "system.posix_acl_default"
+#define RAMFS_ACL_IS_ACCESS 1
+#define RAMFS_ACL_IS_DEFAULT 2
+/* RAMFS_ACL_IS_* for the two ACL names, else 0. */
+int ramfs_acl_kind(const char *name);
+/* 0 for a well-formed ACL, else -EINVAL. */
+int ramfs_acl_check(const void *value, size_t size);
+/* The permission bits an access ACL gives; *equiv says the mode says it all. */
+uint32_t ramfs_acl_mode(const void *value, size_t size, int *equiv);
+/* chmod: owner, mask (or group without one) and other entries from mode. */
+void ramfs_acl_chmod(void *value, size_t size, uint32_t mode);
+/* A default ACL made into a new object's access ACL, in place, and *mode masked
+ * by it; nonzero when the ACL says more than the mode (it must be stored). */
+int ramfs_acl_create(void *value, size_t size, uint32_t *mode);
 
 #endif

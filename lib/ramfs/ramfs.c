@@ -464,8 +464,14 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 		if (!S_ISDIR(n->mode))
 			ramfs_kill_suid(n);
 	}
-	if (v & CAIRN_SET_MODE)
+	if (v & CAIRN_SET_MODE) {
+		size_t alen;
+		void *acl = ramfs_xattr_value(n, RAMFS_ACL_ACCESS, &alen);
+
 		n->mode = (n->mode & S_IFMT) | (sa->mode & 07777);
+		if (acl) /* chmod sets the ACL's mask, as on tmpfs */
+			ramfs_acl_chmod(acl, alen, n->mode);
+	}
 	if (v & CAIRN_SET_ATIME_NOW)
 		n->atime = now;
 	else if (v & CAIRN_SET_ATIME)

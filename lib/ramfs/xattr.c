@@ -23,7 +23,8 @@ static uint64_t xattr_charge(const struct ramfs_xattr *x)
 	return (uint64_t)x->name_len + x->value_len;
 }
 
-/* Known namespace and a non-empty name after it, as the kernel's xattr_resolve_name(). */
+/* Known namespace and a non-empty name after it, as the kernel's xattr_resolve_name();
+ * of system.* only the two POSIX ACLs (acl.c). */
 static int check_xattr_name(const struct ramfs_inode *n, const char *name, bool writing)
 {
 	static const char *const prefixes[] = { "user.", "trusted.", "security." };
@@ -33,6 +34,17 @@ static int check_xattr_name(const struct ramfs_inode *n, const char *name, bool 
 		return -EINVAL;
 	if (len > XATTR_NAME_LIMIT)
 		return -ERANGE;
+	switch (ramfs_acl_kind(name)) {
+	case RAMFS_ACL_IS_ACCESS:
+		return S_ISLNK(n->type) ? -EOPNOTSUPP : 0;
+	case RAMFS_ACL_IS_DEFAULT:
+		if (S_ISLNK(n->type))
+			return -EOPNOTSUPP;
+		/* Only directories have one (the kernel's set_posix_acl()). */
+		return S_ISDIR(n->type) ? 0 : writing ? -EACCES : -ENODATA;
+	default:
+		break;
+	}
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		size_t pl = strlen(prefixes[i]);
 
@@ -75,48 +87,31 @@ void ramfs_xattr_free_all(struct cairn_ramfs *fs, struct ramfs_inode *n)
 	}
 }
 
-int cairn_ramfs_setxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,
-			 const void *value, size_t size, int flags)
+/* Set name (flags as setxattr); caller holds n->lock for writing. */
+static int xattr_store(struct cairn_ramfs *fs, struct ramfs_inode *n, const char *name,
+		       const void *value, size_t size, int flags)
 {
-	struct ramfs_inode *n = ramfs_get(fs, ino);
-	struct ramfs_xattr **pp, *x;
+	struct ramfs_xattr **pp = xattr_find(n, name), *x;
+	size_t len = strlen(name);
 	uint64_t old_charge;
-	size_t len;
-	int err;
+	int err = 0;
 
-	if (!n)
-		return -ENOENT;
-	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
-		return -EINVAL;
-	err = check_xattr_name(n, name, true);
-	if (err)
-		return err;
-	if (size > XATTR_VALUE_LIMIT)
-		return -E2BIG;
-	len = strlen(name);
-	pthread_rwlock_wrlock(&n->lock);
-	pp = xattr_find(n, name);
-	if (pp && (flags & XATTR_CREATE)) {
-		err = -EEXIST;
-		goto out;
-	}
-	if (!pp && (flags & XATTR_REPLACE)) {
-		err = -ENODATA;
-		goto out;
-	}
+	if (pp && (flags & XATTR_CREATE))
+		return -EEXIST;
+	if (!pp && (flags & XATTR_REPLACE))
+		return -ENODATA;
 	/* Charge only what the new value adds over the old one, before anything
 	 * changes: a failure leaves the old value in place. */
 	old_charge = pp ? xattr_charge(*pp) : 0;
 	if (len + size > old_charge)
 		err = ramfs_reserve(fs, len + size - old_charge);
 	if (err)
-		goto out;
+		return err;
 	x = ramfs_meta_alloc(fs, xattr_size(len, size));
 	if (!x) {
 		if (len + size > old_charge)
 			ramfs_unreserve(fs, len + size - old_charge);
-		err = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	x->name_len = (uint32_t)len;
 	x->value_len = (uint32_t)size;
@@ -137,8 +132,84 @@ int cairn_ramfs_setxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *na
 			;
 		*pp = x;
 	}
-	ramfs_now(&n->ctime);
-out:
+	return 0;
+}
+
+void *ramfs_xattr_value(struct ramfs_inode *n, const char *name, size_t *len)
+{
+	struct ramfs_xattr **pp = xattr_find(n, name);
+
+	if (!pp)
+		return NULL;
+	*len = (*pp)->value_len;
+	return (*pp)->data + (*pp)->name_len + 1;
+}
+
+int ramfs_xattr_add(struct cairn_ramfs *fs, struct ramfs_inode *n, const char *name,
+		    const void *value, size_t size)
+{
+	int err;
+
+	pthread_rwlock_wrlock(&n->lock);
+	err = xattr_store(fs, n, name, value, size, 0);
+	pthread_rwlock_unlock(&n->lock);
+	return err;
+}
+
+/* An access ACL sets the mode's permission bits; one the mode says all of is
+ * dropped rather than stored (posix_acl_update_mode()). */
+static int set_access_acl(struct cairn_ramfs *fs, struct ramfs_inode *n, const void *value,
+			  size_t size, int flags)
+{
+	int equiv, err = 0;
+	uint32_t perm = ramfs_acl_mode(value, size, &equiv);
+
+	if (equiv) {
+		struct ramfs_xattr **pp = xattr_find(n, RAMFS_ACL_ACCESS);
+
+		if (!pp && (flags & XATTR_REPLACE))
+			return -ENODATA;
+		if (pp && (flags & XATTR_CREATE))
+			return -EEXIST;
+		if (pp) {
+			struct ramfs_xattr *x = *pp;
+
+			*pp = x->next;
+			xattr_free(fs, x);
+		}
+	} else {
+		err = xattr_store(fs, n, RAMFS_ACL_ACCESS, value, size, flags);
+	}
+	if (!err)
+		n->mode = (n->mode & ~0777u) | perm;
+	return err;
+}
+
+int cairn_ramfs_setxattr(struct cairn_ramfs *fs, cairn_ino_t ino, const char *name,
+			 const void *value, size_t size, int flags)
+{
+	struct ramfs_inode *n = ramfs_get(fs, ino);
+	int kind, err;
+
+	if (!n)
+		return -ENOENT;
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return -EINVAL;
+	err = check_xattr_name(n, name, true);
+	if (err)
+		return err;
+	if (size > XATTR_VALUE_LIMIT)
+		return -E2BIG;
+	kind = ramfs_acl_kind(name);
+	if (kind && (err = ramfs_acl_check(value, size)))
+		return err;
+	pthread_rwlock_wrlock(&n->lock);
+	if (kind == RAMFS_ACL_IS_ACCESS)
+		err = set_access_acl(fs, n, value, size, flags);
+	else
+		err = xattr_store(fs, n, name, value, size, flags);
+	if (!err)
+		ramfs_now(&n->ctime);
 	pthread_rwlock_unlock(&n->lock);
 	return err;
 }

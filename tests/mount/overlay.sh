@@ -84,12 +84,46 @@ umnt "$M"
 
 # A copy-up that does not fit gives ENOSPC and leaves the image's file visible.
 head -c 3000000 /dev/urandom > "$WORK/rnd"
-mkdir -p "$WORK/src2" && cp "$WORK/rnd" "$WORK/src2/big"
+mkdir -p "$WORK/src2" && cp "$WORK/rnd" "$WORK/src2/big" && touch -d @1000000000 "$WORK/src2/big"
+cp "$WORK/rnd" "$WORK/src2/big2"
 "$CAIRN" mkfs -q "$WORK/src2" "$WORK/img2.cairn" || fail "mkfs 2"
 mnt "$M" "$WORK/img2.cairn" -o overlay,size=1M || fail "mount size=1M"
 ( echo more >> "$M/big" ) 2>"$WORK/err" && fail "copy-up of 3 MB fit in 1 MB"
 grep -q "No space left" "$WORK/err" || fail "copy-up error: $(cat "$WORK/err")"
 cmp "$M/big" "$WORK/rnd" || fail "image file changed after a failed copy-up"
 echo small > "$M/small" || fail "RAM not usable after a failed copy-up"
+# open(O_TRUNC) of an image file copies it up at size 0, without its data (so
+# 3 MB need not fit in 1 MB), and sets mtime and ctime.
+old_mtime=$(stat -c %Y "$M/big")
+echo hi > "$M/big" || fail "O_TRUNC of a 3 MB image file in 1 MB of RAM"
+[ "$(cat "$M/big")" = hi ] || fail "O_TRUNC copy-up content: $(head -c 20 "$M/big" | od -c | head -2)"
+[ "$(stat -c %Y "$M/big")" -gt "$old_mtime" ] && [ "$(stat -c %Z "$M/big")" -gt "$old_mtime" ] || fail "O_TRUNC copy-up kept the image's mtime"
+# truncate(2) (a SETATTR size) copies up only the data it keeps.
+python3 -c "import os; os.truncate('$M/big2', 5000)" || fail "truncate(2) of a 3 MB image file to 5000 bytes in 1 MB of RAM"
+head -c 5000 "$WORK/rnd" | cmp - "$M/big2" || fail "data kept by a truncating copy-up"
+umnt "$M"
+
+# Hard links in the image: writing one name copies up that name alone, which
+# gets an inode number of its own; the other names keep the image's inode and
+# data, with the link count of the names left (tar, rsync and cp -a trust it).
+mkdir -p "$WORK/src3/d"
+echo old > "$WORK/src3/d/a"; ln "$WORK/src3/d/a" "$WORK/src3/d/b"; ln "$WORK/src3/d/a" "$WORK/src3/c"
+"$CAIRN" mkfs -q "$WORK/src3" "$WORK/img3.cairn" || fail "mkfs 3"
+mnt "$M" "$WORK/img3.cairn" -o overlay || fail "mount hard links"
+[ "$(stat -c '%i %h' "$M/d/a")" = "$(stat -c '%i %h' "$M/c")" ] && [ "$(stat -c %h "$M/c")" = 3 ] ||
+  fail "image hard links: $(stat -c '%n %i %h' "$M/d/a" "$M/d/b" "$M/c")"
+echo new >> "$M/d/a" || fail "append to a hard-linked image file"
+[ "$(cat "$M/d/a")" = "$(printf 'old\nnew')" ] && [ "$(cat "$M/d/b")" = old ] || fail "contents after copy-up"
+ia=$(stat -c %i "$M/d/a"); ib=$(stat -c %i "$M/d/b"); ic=$(stat -c %i "$M/c")
+[ "$ia" != "$ib" ] || fail "different contents under one st_ino $ia"
+[ "$ib" = "$ic" ] || fail "the names left lost their shared inode: $ib $ic"
+[ "$(stat -c %h "$M/d/a")" = 1 ] || fail "copied-up name nlink $(stat -c %h "$M/d/a")"
+[ "$(stat -c %h "$M/d/b")" = 2 ] && [ "$(stat -c %h "$M/c")" = 2 ] ||
+  fail "nlink of the names left: $(stat -c '%n %h' "$M/d/b" "$M/c")"
+rm "$M/c" || fail "unlink an image hard link"
+[ "$(stat -c %h "$M/d/b")" = 1 ] || fail "nlink after unlink: $(stat -c %h "$M/d/b")"
+# What tar sees: two files, no hard link between them.
+tar -C "$M" -cf "$WORK/t.tar" d/a d/b || fail "tar"
+[ "$(tar -tvf "$WORK/t.tar" | grep -c ' link to ')" = 0 ] || fail "tar links the split names: $(tar -tvf "$WORK/t.tar")"
 umnt "$M"
 echo "overlay: ok"

@@ -226,6 +226,95 @@ static void check_append(void)
 	unlink(P("append"));
 }
 
+/* Bytes of path into buf (NUL-terminated); -1 on error. */
+static ssize_t read_all(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+	return n;
+}
+
+/* open(O_TRUNC) of an existing file empties it (echo test > f; echo hi > f) and
+ * marks mtime and ctime, even for a file that was already empty. */
+static void check_open_trunc(void)
+{
+	struct stat a, b;
+	char buf[64];
+	int fd;
+
+	write_file(P("trunc"), "test\n", 5);
+	write_file(P("trunc"), "hi\n", 3);
+	CHECK("O_TRUNC of an existing file: no stale bytes past the new end",
+	      read_all(P("trunc"), buf, sizeof(buf)) == 3 && !strcmp(buf, "hi\n"),
+	      "read back \"%s\"", buf);
+	stat(P("trunc"), &a);
+	pause_ms(20);
+	fd = open(P("trunc"), O_WRONLY | O_TRUNC);
+	close(fd);
+	stat(P("trunc"), &b);
+	CHECK("O_TRUNC sets size 0 and updates mtime and ctime",
+	      fd >= 0 && b.st_size == 0 && ts_after(b.st_mtim, a.st_mtim) &&
+	      ts_after(b.st_ctim, a.st_ctim), "size %lld", (long long)b.st_size);
+	pause_ms(20);
+	fd = open(P("trunc"), O_WRONLY | O_TRUNC);
+	close(fd);
+	stat(P("trunc"), &a);
+	CHECK("O_TRUNC of an empty file still updates mtime and ctime",
+	      fd >= 0 && ts_after(a.st_mtim, b.st_mtim) && ts_after(a.st_ctim, b.st_ctim),
+	      "times");
+	unlink(P("trunc"));
+}
+
+/* O_TMPFILE: a file with no name until linkat() from /proc/self/fd gives it one;
+ * with O_EXCL it can never have one. */
+static void check_tmpfile(void)
+{
+	char proc[64], buf[64];
+	struct stat st;
+	int fd = open(base, O_TMPFILE | O_RDWR, 0640), xfd;
+	DIR *d;
+	struct dirent *de;
+	int listed = 0;
+
+	CHECK("O_TMPFILE: open", fd >= 0, "open");
+	if (fd < 0)
+		return;
+	CHECK("O_TMPFILE: write", write(fd, "tmp\n", 4) == 4, "write");
+	CHECK("O_TMPFILE: fstat shows nlink 0, the mode asked for less the umask",
+	      fstat(fd, &st) == 0 && st.st_nlink == 0 && (st.st_mode & 07777) == 0640 &&
+	      S_ISREG(st.st_mode), "nlink %lu mode %o", (unsigned long)st.st_nlink, st.st_mode);
+	d = opendir(base);
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			listed++;
+	if (d)
+		closedir(d);
+	CHECK("O_TMPFILE: no name in the directory", listed == 0, "%d entries", listed);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	CHECK("O_TMPFILE: linkat from /proc/self/fd names it",
+	      linkat(AT_FDCWD, proc, AT_FDCWD, P("tmpf"), AT_SYMLINK_FOLLOW) == 0, "linkat");
+	CHECK("O_TMPFILE: the name shows the data, nlink 1",
+	      read_all(P("tmpf"), buf, sizeof(buf)) == 4 && !strcmp(buf, "tmp\n") &&
+	      stat(P("tmpf"), &st) == 0 && st.st_nlink == 1, "read \"%s\"", buf);
+	close(fd);
+	unlink(P("tmpf"));
+	xfd = open(base, O_TMPFILE | O_EXCL | O_WRONLY, 0600);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", xfd);
+	CHECK("O_TMPFILE|O_EXCL: can never be linked", xfd >= 0 &&
+	      linkat(AT_FDCWD, proc, AT_FDCWD, P("tmpx"), AT_SYMLINK_FOLLOW) == -1 &&
+	      errno == ENOENT, "fd %d", xfd);
+	if (xfd >= 0)
+		close(xfd);
+	unlink(P("tmpx"));
+}
+
 /* ---- names ---- */
 
 static void check_links(void)
@@ -810,6 +899,8 @@ int main(int argc, char **argv)
 		check_holes();
 		check_seek_falloc();
 		check_append();
+		check_open_trunc();
+		check_tmpfile();
 		check_links();
 		check_unlinked_open();
 		check_rename();

@@ -46,7 +46,11 @@ struct cairn_fuse {
 
 extern const struct fuse_lowlevel_ops cairn_fuse_ops;
 
-/* killpriv.c: after fuse_session_mount(), before serving; 0 or negative errno. */
+/* killpriv.c: after fuse_session_mount(), before serving; 0 or negative errno.
+ * It also hands FUSE_TMPFILE to the create handler as a CREATE of this name,
+ * which no real file can have (the kernel's own name for a tmpfile dentry). */
+#define CAIRN_FUSE_TMPFILE_NAME "/"
+
 int cairn_fuse_killpriv_v2(struct cairn_fuse *cf);
 
 /* trace.c: records "PATH OFFSET LENGTH" the first time each range of an image

@@ -370,6 +370,7 @@ static int verify_meta(struct cairn_image *img, const struct cairn_mount_opts *o
 static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 {
 	struct cairn_ns_config nc;
+	char bad_tmp[PATH_MAX] = "";
 	int rc;
 
 	if (!o->empty) {
@@ -411,7 +412,16 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 	nc.ram.inode_limit = o->inode_limit;
 	if (o->empty)
 		nc.ram.root_mode = 01777;
+	nc.err_path = bad_tmp;
+	nc.err_path_size = sizeof(bad_tmp);
 	rc = cairn_ns_new(&nc, &cf->ns);
+	if (rc && bad_tmp[0]) {
+		errf("tmp=%s: %s", bad_tmp,
+		     rc == -ENOTDIR ? "the image has a file or symlink there, which a RAM directory would hide"
+		     : rc == -EINVAL ? "not an absolute path of a directory other than / (no . or ..)"
+		     : cairn_strerror(rc));
+		return -1;
+	}
 	if (rc) {
 		errf("%s: cannot build the namespace: %s", o->image ? o->image : "--empty",
 		     cairn_strerror(rc));

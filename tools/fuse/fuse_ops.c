@@ -44,6 +44,7 @@ static void cred_of(fuse_req_t req, struct cairn_cred *c)
 
 	c->uid = fc->uid;
 	c->gid = fc->gid;
+	c->umask = fc->umask; /* the kernel leaves it to us (FUSE_CAP_DONT_MASK) */
 }
 
 static void to_stat(const struct cairn_stat *s, struct stat *st)
@@ -71,11 +72,16 @@ static double timeout_of(const struct cairn_ns_entry *e)
 	return (e->flags & CAIRN_NS_E_IMMUTABLE) ? RO_TIMEOUT : RW_TIMEOUT;
 }
 
+static double attr_timeout_of(const struct cairn_ns_entry *e)
+{
+	return (e->flags & CAIRN_NS_E_VOLATILE) ? 0.0 : timeout_of(e);
+}
+
 static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe)
 {
 	memset(fe, 0, sizeof(*fe));
 	fe->ino = e->node;
-	fe->attr_timeout = timeout_of(e);
+	fe->attr_timeout = attr_timeout_of(e);
 	fe->entry_timeout = timeout_of(e);
 	to_stat(&e->st, &fe->attr);
 }
@@ -160,7 +166,7 @@ static void cairn_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_
 		return;
 	}
 	to_stat(&e.st, &st);
-	fuse_reply_attr(req, &st, timeout_of(&e));
+	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
 
 static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -219,7 +225,7 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 		cairn_ns_getattr(ctx_of(req)->ns, ino, &e); /* the ctime may have moved */
 	}
 	to_stat(&e.st, &st);
-	fuse_reply_attr(req, &st, timeout_of(&e));
+	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
 
 static void cairn_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -303,11 +309,13 @@ static void cairn_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *nam
 static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cairn_fuse_file *f = calloc(1, sizeof(*f));
+	struct cairn_cred cred;
 	int rc;
 
 	if (!f)
 		return -ENOMEM;
-	rc = cairn_ns_open(ctx_of(req)->ns, ino, fi->flags, &f->ns_fh);
+	cred_of(req, &cred);
+	rc = cairn_ns_open(ctx_of(req)->ns, ino, fi->flags, &cred, &f->ns_fh);
 	if (rc) {
 		free(f);
 		return rc;
@@ -366,8 +374,11 @@ static void cairn_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *nam
 	int rc;
 
 	cred_of(req, &cred);
-	rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777), 0, &cred,
-			    &e);
+	if (!strcmp(name, CAIRN_FUSE_TMPFILE_NAME)) /* FUSE_TMPFILE (killpriv.c) */
+		rc = cairn_ns_tmpfile(cf->ns, parent, mode & 07777, &cred, &e);
+	else
+		rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777),
+				    0, &cred, &e);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL)) /* made meanwhile: open it */
 		rc = cairn_ns_lookup(cf->ns, parent, name, strlen(name), &e);
 	if (rc) {
@@ -709,6 +720,17 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_CACHE_SYMLINKS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
+	/* POSIX ACLs enforced by the kernel (with default_permissions), read from
+	 * the system.posix_acl_* xattrs the image and the RAM fs keep. A new object
+	 * takes its directory's default ACL with the umask ignored, so the kernel
+	 * hands the umask over (DONT_MASK) and the RAM fs applies it when there is
+	 * no default ACL. */
+	/* open(O_TRUNC) reaches OPEN, where cairn_ns_open truncates (an image
+	 * file then copies up without its data); without it the kernel would send a
+	 * SETATTR, which cairn_ns_setattr handles as well. */
+	conn->want |= FUSE_CAP_ATOMIC_O_TRUNC & conn->capable;
+	if (conn->capable & FUSE_CAP_POSIX_ACL)
+		conn->want |= FUSE_CAP_POSIX_ACL | (FUSE_CAP_DONT_MASK & conn->capable);
 	/* Data changes only through this mount, and the kernel keeps its pages
 	 * right itself. With AUTO_INVAL_DATA it would drop a file's pages whenever
 	 * a GETATTR shows an mtime it has not seen, which every write-through

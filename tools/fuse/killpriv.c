@@ -11,7 +11,14 @@
  *
  * The session's I/O goes through these two hooks: read() notes the kernel's INIT
  * request (its id and whether it offers the flag), writev() adds the flag to the
- * INIT reply. Every other message passes through untouched.
+ * INIT reply.
+ *
+ * The same hook gives libfuse 3.14 O_TMPFILE, which it has no handler for (it
+ * would answer ENOSYS, and the kernel would give up on O_TMPFILE). FUSE_TMPFILE
+ * carries what FUSE_CREATE does and wants the same reply, for a name no file can
+ * have ("/"): read() turns it into a CREATE, and the create handler makes a
+ * file without a name when it sees that one (fuse_ops.c). Every other message
+ * passes through untouched.
  */
 #include <errno.h>
 #include <linux/fuse.h>
@@ -24,8 +31,10 @@ static ssize_t kp_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct cairn_fuse *cf = userdata;
 	ssize_t n = read(fd, buf, len);
-	const struct fuse_in_header *h = buf;
+	struct fuse_in_header *h = buf;
 
+	if (n >= (ssize_t)sizeof(*h) && h->opcode == FUSE_TMPFILE)
+		h->opcode = FUSE_CREATE;
 	if (n >= (ssize_t)(sizeof(*h) + 4 * sizeof(uint32_t)) && h->opcode == FUSE_INIT) {
 		const struct fuse_init_in *in = (const void *)(h + 1);
 

@@ -26,7 +26,7 @@ struct fixture {
 	struct cairn_image *img;
 };
 
-static const struct cairn_cred root = { 0, 0 };
+static const struct cairn_cred root = { 0, 0, 0 };
 
 static void put(const char *dir, const char *rel, const char *data)
 {
@@ -211,8 +211,8 @@ static void test_readonly(void **state)
 	assert_true(e.flags & CAIRN_NS_E_IMMUTABLE);
 	assert_int_equal(cairn_image_resolve(fx->img, "/etc/motd", 0, &ino), 0);
 	assert_int_equal(e.st.ino, ino);
-	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &fh), -EROFS);
-	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, &fh), 0);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, NULL, &fh), -EROFS);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, NULL, &fh), 0);
 	cairn_ns_release(ns, e.node, fh);
 	assert_int_equal(cairn_ns_write(ns, e.node, "x", 1, 0, 0, &root), -EROFS);
 	release_entry(ns, &e);
@@ -267,6 +267,100 @@ static void test_tmp(void **state)
 	cairn_ns_free(ns);
 }
 
+/* tmp= paths that would hide an image file or symlink are refused, and the
+ * caller learns which one. */
+static void test_tmp_refused(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const bad[] = { "/etc/motd", "/link", "/hard1/x", "/tmp:/link/y" };
+	struct cairn_ns_config c;
+	struct cairn_ns *ns;
+	char err[64];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&c, 0, sizeof(c));
+		c.image = fx->img;
+		c.tmp_paths = bad[i];
+		c.err_path = err;
+		c.err_path_size = sizeof(err);
+		err[0] = 0;
+		assert_int_equal(cairn_ns_new(&c, &ns), -ENOTDIR);
+		assert_string_equal(err, strrchr(bad[i], ':') ? strrchr(bad[i], ':') + 1 : bad[i]);
+	}
+	c.tmp_paths = "relative";
+	assert_int_equal(cairn_ns_new(&c, &ns), -EINVAL);
+	assert_string_equal(err, "relative");
+}
+
+/* open(O_TRUNC) copies an image file up at size 0 (no data needed: it fits
+ * where the data would not); a name of a hard-linked image file copies up
+ * alone, with an inode number of its own, and the others show the links left;
+ * O_TMPFILE makes a nameless file that link() names. */
+static void test_overlay_trunc_links_tmpfile(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns_config c;
+	struct cairn_ns *ns;
+	struct cairn_ns_entry h1, h2, e, t, l, root_e;
+	uint64_t fh;
+	char buf[16];
+
+	memset(&c, 0, sizeof(c));
+	c.image = fx->img;
+	c.flags = CAIRN_NS_OVERLAY;
+	c.ram.size_limit = 2048; /* less than a chunk: no room for any data */
+	assert_int_equal(cairn_ns_new(&c, &ns), 0);
+	assert_int_equal(walk(ns, "/etc/motd", &e), 0);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &root, &fh), -ENOSPC);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY | O_TRUNC, &root, &fh), 0);
+	assert_int_equal(cairn_ns_getattr(ns, e.node, &e), 0);
+	assert_int_equal(e.st.size, 0);
+	cairn_ns_release(ns, e.node, fh);
+	release_entry(ns, &e);
+	/* the same for a truncation */
+	assert_int_equal(walk(ns, "/etc/conf/a", &e), 0);
+	{
+		struct cairn_setattr sa = { .valid = CAIRN_SET_SIZE, .size = 0 };
+
+		assert_int_equal(cairn_ns_setattr(ns, e.node, &sa, &root, &e), 0);
+	}
+	assert_int_equal(e.st.size, 0);
+	release_entry(ns, &e);
+	cairn_ns_free(ns);
+
+	c.ram.size_limit = 0;
+	assert_int_equal(cairn_ns_new(&c, &ns), 0);
+
+	assert_int_equal(walk(ns, "/hard1", &h1), 0);
+	assert_int_equal(walk(ns, "/hard2", &h2), 0);
+	assert_int_equal(h1.st.ino, h2.st.ino);
+	assert_int_equal(h1.st.nlink, 2);
+	assert_true(h2.flags & CAIRN_NS_E_VOLATILE);
+	assert_int_equal(cairn_ns_write(ns, h1.node, "H", 1, 0, 0, &root), 1);
+	assert_int_equal(cairn_ns_getattr(ns, h1.node, &h1), 0);
+	assert_int_equal(cairn_ns_getattr(ns, h2.node, &h2), 0);
+	assert_int_not_equal(h1.st.ino, h2.st.ino);
+	assert_int_equal(h1.st.nlink, 1);
+	assert_int_equal(h2.st.nlink, 1);
+	assert_int_equal(cairn_ns_read(ns, h2.node, buf, sizeof(buf), 0), 4);
+	assert_memory_equal(buf, "hard", 4);
+	release_entry(ns, &h1);
+	release_entry(ns, &h2);
+
+	assert_int_equal(cairn_ns_getattr(ns, CAIRN_NS_ROOT, &root_e), 0);
+	assert_int_equal(cairn_ns_tmpfile(ns, CAIRN_NS_ROOT, 0600, &root, &t), 0);
+	assert_int_equal(t.st.nlink, 0);
+	assert_int_equal(cairn_ns_lookup(ns, CAIRN_NS_ROOT, "named", 5, &e), -ENOENT);
+	assert_int_equal(cairn_ns_link(ns, t.node, CAIRN_NS_ROOT, "named", 5, &l), 0);
+	assert_int_equal(l.node, t.node);
+	assert_int_equal(l.st.nlink, 1);
+	release_entry(ns, &l);
+	release_entry(ns, &t);
+	assert_int_equal(walk(ns, "/named", &e), 0);
+	release_entry(ns, &e);
+	cairn_ns_free(ns);
+}
+
 static void test_overlay(void **state)
 {
 	struct fixture *fx = *state;
@@ -280,7 +374,7 @@ static void test_overlay(void **state)
 	/* copy-up on open for writing keeps the inode number */
 	assert_int_equal(walk(ns, "/etc/motd", &e), 0);
 	ino = e.st.ino;
-	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, &fh), 0);
+	assert_int_equal(cairn_ns_open(ns, e.node, O_WRONLY, NULL, &fh), 0);
 	assert_int_equal(cairn_ns_write(ns, e.node, "CHANGED!", 8, 0, 0, &root), 8);
 	cairn_ns_release(ns, e.node, fh);
 	assert_int_equal(cairn_ns_getattr(ns, e.node, &f), 0);
@@ -517,6 +611,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tmp_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlay_trunc_links_tmpfile, setup, teardown),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test_setup_teardown(test_forget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),

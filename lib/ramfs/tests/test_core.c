@@ -385,7 +385,7 @@ static void test_owners_setgid(void **state)
 {
 	struct cairn_ramfs_config cfg = { .root_mode = 0755, .root_uid = 0, .root_gid = 0 };
 	struct cairn_ramfs *fs;
-	struct cairn_cred alice = { 1000, 1000 }, bob = { 1001, 1001 };
+	struct cairn_cred alice = { 1000, 1000, 0 }, bob = { 1001, 1001, 0 };
 	struct cairn_setattr sa = { 0 };
 	struct cairn_stat st;
 
@@ -419,7 +419,7 @@ static void test_suid_cleared(void **state)
 {
 	struct cairn_ramfs *fs = t_new(0, 0);
 	cairn_ino_t root = cairn_ramfs_root(fs);
-	struct cairn_cred user = { 1000, 1000 };
+	struct cairn_cred user = { 1000, 1000, 0 };
 	struct cairn_setattr sa = { .valid = CAIRN_SET_MODE, .mode = 06755 };
 	cairn_ino_t f = t_file(fs, root, "f", 0755);
 
