@@ -209,6 +209,17 @@ int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, co
 	return rc;
 }
 
+int ns_copy_meta(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper)
+{
+	struct cairn_stat ls, st;
+	int rc = cairn_image_stat(ns->img, lower, &ls);
+
+	if (rc)
+		return rc;
+	ls.ino = lower;
+	return fill_object(ns, &ls, upper, 0, &st);
+}
+
 int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls)
 {
 	return ns_link_group(ls) ? ns_set_inc(&ns->gone_links, ls->ino) : 0;

@@ -108,6 +108,9 @@ int ns_set_inc(struct ns_set *s, uint64_t key);
 #define NS_KEEP_ALL UINT64_MAX
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
 		   size_t len, uint64_t keep, struct cairn_stat *st);
+/* Xattrs (ACLs), mode, owner and times of image object `lower` onto the existing
+ * RAM inode `upper`: the overlay's root, which is RAM from the start. */
+int ns_copy_meta(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper);
 /* Give n an upper inode (parents first), copying data below `keep` (see above).
  * -EROFS when the namespace forbids it. Lock held. With may_unlock, a regular
  * file's data is copied with the lock dropped meanwhile (so the caller must hold

@@ -199,6 +199,10 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	rc = make_root(ns);
 	if (!rc && ns->img && ns->ram)
 		ns_node_add(ns, ns->root, 1);
+	/* The overlay's root is shown from RAM: give it the image root's times and
+	 * ACLs (a default ACL there is what new files in / inherit). */
+	if (!rc && ns->img && ns->overlay)
+		rc = ns_copy_meta(ns, cairn_image_root(ns->img), ns->root->upper);
 	if (!rc && has_tmp && !empty)
 		rc = add_tmp_paths(ns, cfg);
 	if (rc)
