@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fsx FILE [-n OPS] [-s SEED] [-l MAXLEN] [-D]: random operations on one file,
+ * fsx FILE [-n OPS] [-s SEED] [-l MAXLEN] [-D] [-R REF]: random operations on one file,
  * checked against a copy in memory after each, in the style of the classic fsx
  * (Debian packages none). Operations: pwrite, pread, ftruncate (grow and shrink),
  * mmap read, mmap write (MAP_SHARED + msync), fallocate (keep size, punch hole,
  * zero range; an EOPNOTSUPP turns that kind off), copy_file_range within the
  * file, and close + reopen (every third one with O_TRUNC). -D opens the file
  * with O_DIRECT for pread/pwrite (page-aligned buffers, offsets and lengths).
+ * -R REF checks an existing FILE read-only against the reference file REF (a
+ * read-only mount against its source): preads, mmap reads and reopens only.
  * Prints the last operations and the first differing byte on a mismatch and
  * exits 1; exit 0 after OPS operations with the same bytes as the model.
  */
@@ -32,6 +34,7 @@ struct fsx {
 	const char *path;
 	int fd;
 	int direct;
+	int readonly; /* -R: FILE exists, only reads */
 	unsigned char *model; /* expected content, size bytes valid */
 	unsigned char *buf;   /* aligned scratch buffer */
 	size_t size, maxlen;
@@ -317,13 +320,14 @@ static void op_copy(struct fsx *f)
 
 static void reopen(struct fsx *f, int trunc)
 {
-	int flags = O_RDWR | (f->direct ? O_DIRECT : 0) | (trunc ? O_TRUNC : 0);
+	int flags = (f->readonly ? O_RDONLY : O_RDWR | O_CREAT) | (f->direct ? O_DIRECT : 0) |
+		    (trunc ? O_TRUNC : 0);
 
 	logop(f, trunc ? "reopen O_TRUNC (size was %zu, direct %zu)" : "reopen (size %zu, direct %zu)",
 	      f->size, (size_t)f->direct);
 	if (f->fd >= 0 && close(f->fd) != 0)
 		die(f, "close");
-	f->fd = open(f->path, flags | O_CREAT, 0644);
+	f->fd = open(f->path, flags, 0644);
 	if (f->fd < 0)
 		die(f, "open");
 	if (trunc)
@@ -350,35 +354,74 @@ static void whole_check(struct fsx *f)
 	free(got);
 }
 
+/* -R: the model is REF's content, and MAXLEN its size (at least 2 pages). */
+static int load_ref(struct fsx *f, const char *ref)
+{
+	int fd = open(ref, O_RDONLY);
+	struct stat st;
+	size_t done = 0;
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		perror(ref);
+		return -1;
+	}
+	f->size = (size_t)st.st_size;
+	f->maxlen = f->size > 2 * PAGE ? f->size : 2 * PAGE;
+	f->model = calloc(1, f->maxlen);
+	while (f->model && done < f->size) {
+		ssize_t n = read(fd, f->model + done, f->size - done);
+
+		if (n <= 0) {
+			perror(ref);
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	f->readonly = 1;
+	return f->model ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct fsx f = { .fd = -1, .maxlen = 256 * 1024, .rng = 1 };
+	const char *ref = NULL;
 	long ops = 10000;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:s:l:D")) != -1) {
+	while ((c = getopt(argc, argv, "n:s:l:DR:")) != -1) {
 		switch (c) {
 		case 'n': ops = atol(optarg); break;
 		case 's': f.rng = strtoull(optarg, NULL, 0) * 0x9E3779B97F4A7C15ull | 1; break;
 		case 'l': f.maxlen = (size_t)atol(optarg); break;
 		case 'D': f.direct = 1; break;
+		case 'R': ref = optarg; break;
 		default: goto usage;
 		}
 	}
 	if (optind != argc - 1 || f.maxlen < 2 * PAGE)
 		goto usage;
 	f.path = argv[optind];
-	f.model = calloc(1, f.maxlen);
+	if (ref && load_ref(&f, ref) != 0)
+		return 1;
+	if (!f.model)
+		f.model = calloc(1, f.maxlen);
 	if (!f.model || posix_memalign((void **)&f.buf, PAGE, f.maxlen) != 0)
 		return 1;
-	unlink(f.path);
-	reopen(&f, 1);
+	if (!f.readonly)
+		unlink(f.path);
+	reopen(&f, !f.readonly);
 	for (f.op = 0; f.op < ops; f.op++) {
 		unsigned k = (unsigned)below(&f, 100);
 
 		f.hist[f.op % HIST][0] = '\0';
 
-		if (k < 30) op_write(&f);
+		if (f.readonly) {
+			if (k < 50) op_read(&f);
+			else if (k < 95 && !f.direct) op_mapread(&f);
+			else reopen(&f, 0);
+		} else if (k < 30) op_write(&f);
 		else if (k < 55) op_read(&f);
 		else if (k < 63) op_truncate(&f);
 		else if (k < 73 && !f.direct) op_mapread(&f);
@@ -393,9 +436,10 @@ int main(int argc, char **argv)
 	       f.no_falloc[0] ? " (no fallocate)" : "", f.no_falloc[1] ? " (no punch)" : "",
 	       f.no_falloc[2] ? " (no zero range)" : "");
 	close(f.fd);
-	unlink(f.path);
+	if (!f.readonly)
+		unlink(f.path);
 	return 0;
 usage:
-	fprintf(stderr, "usage: fsx FILE [-n OPS] [-s SEED] [-l MAXLEN>=8192] [-D]\n");
+	fprintf(stderr, "usage: fsx FILE [-n OPS] [-s SEED] [-l MAXLEN>=8192] [-D] [-R REF]\n");
 	return 2;
 }
