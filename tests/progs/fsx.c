@@ -438,6 +438,8 @@ int main(int argc, char **argv)
 	close(f.fd);
 	if (!f.readonly)
 		unlink(f.path);
+	free(f.model);
+	free(f.buf);
 	return 0;
 usage:
 	fprintf(stderr, "usage: fsx FILE [-n OPS] [-s SEED] [-l MAXLEN>=8192] [-D] [-R REF]\n");
