@@ -3,8 +3,9 @@
 # data mismatch: stress-ng's file system stressors (with --verify) for a few
 # seconds, fsx (random pwrite/pread/truncate/mmap/fallocate/copy_file_range/
 # reopen with O_TRUNC against a model, and again with O_DIRECT) and fio with
-# verify on each writable layer (--empty, tmp=, overlay); fsx -R readers, several
-# at once, on the read-only image mount against the files it was made from.
+# verify on each writable layer (--empty, with -o writeback too, tmp=, overlay);
+# fsx -R readers, several at once, on the read-only image mount against the
+# files it was made from.
 # stress-ng and fio come from scripts/deps.sh test (as make test runs it).
 . "$(dirname "$0")/common.inc"
 for t in stress-ng fio; do
@@ -63,6 +64,8 @@ head -c 777777 /dev/urandom > "$S/data/r2"
 
 mnt "$WORK/e" --empty -o size=256M || fail "mount --empty"
 layer "$WORK/e" --empty
+mnt "$WORK/w" --empty -o writeback,size=256M || fail "mount --empty -o writeback"
+layer "$WORK/w" writeback
 mnt "$WORK/t" -o tmp=/tmp,size=256M "$WORK/img" || fail "mount tmp="
 layer "$WORK/t/tmp" tmp=
 mnt "$WORK/o" -o overlay,size=256M "$WORK/img" || fail "mount -o overlay"
