@@ -17,8 +17,8 @@ case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
 qemu-utils python3 default-jdk-headless" ;;
   # HTTP servers and a proxy for the remote-image tests (127.0.0.1 only); the
-  # tools tests/mount/stress.sh and roundtrip.sh run against the mounts.
-  test) PKGS="$PKGS qemu-utils nginx-light squid stress-ng fio rsync tar" ;;
+  # tools tests/mount/stress.sh, roundtrip.sh and workloads.sh run on the mounts.
+  test) PKGS="$PKGS qemu-utils nginx-light squid stress-ng fio rsync tar git" ;;
 esac
 if [ "$list" -eq 1 ]; then
   printf '%s\n' $PKGS
