@@ -8,7 +8,7 @@ DESTDIR  ?=
 CC       ?= cc
 SAN      ?=
 WERROR   ?=
-VERSION  := 0.1.0
+VERSION  := $(shell sed -n 's/^\#define CAIRN_VERSION_STRING "\(.*\)"/\1/p' include/cairn/version.h)
 
 BINDIR   ?= $(PREFIX)/bin
 SBINDIR  ?= /sbin
@@ -30,8 +30,13 @@ ifeq ($(SAN),tsan)
 SAN_CFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 LDSAN    := -fsanitize=thread
 endif
+# Debug builds (DEBUG=1, and every sanitizer build) abort on a caller's misuse
+# the library otherwise counts and survives (an over-forget of a namespace node).
+ifneq ($(SAN)$(DEBUG),)
+SAN_CFLAGS += -DCAIRN_DEBUG
+endif
 ALL_CFLAGS = $(STD_CFLAGS) -fPIC $(WARN) $(CFLAGS) $(SAN_CFLAGS) \
-             $(INC_CFLAGS) $(PKG_CFLAGS) -DCAIRN_VERSION=\"$(VERSION)\"
+             $(INC_CFLAGS) $(PKG_CFLAGS)
 LDLIBS    = $(PKG_LIBS) -lpthread -lm $(LDSAN)
 
 # Layers: every lib/<layer>/*.c is part of libcairn (no FUSE in here).
@@ -121,7 +126,7 @@ $(BUILD)/progs/%: tests/progs/%.c
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIBA)
 	$(CC) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/cairn.pc: cairn.pc.in $(PREFIX_STAMP)
+$(BUILD)/cairn.pc: cairn.pc.in include/cairn/version.h $(PREFIX_STAMP)
 	@mkdir -p $(BUILD)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 

@@ -52,6 +52,16 @@ static inline int cairn_fixup_checksums(uint8_t *img, size_t size)
 	}
 	s.super_hash = cairn_le64(cairn_format_super_csum(&s));
 	memcpy(img, &s, sizeof(s));
+	/* The verity record's own hash, so mutated records reach the bound checks
+	 * (the SHA-256 digests stay as they are: those must catch the mutation). */
+	if ((cairn_le32(s.compat) & CAIRN_COMPAT_VERITY) &&
+	    size >= CAIRN_VERITY_SUPER_OFF + sizeof(struct cairn_disk_verity_super)) {
+		struct cairn_disk_verity_super v;
+
+		memcpy(&v, img + CAIRN_VERITY_SUPER_OFF, sizeof(v));
+		v.record_hash = cairn_le64(cairn_format_verity_csum(&v));
+		memcpy(img + CAIRN_VERITY_SUPER_OFF, &v, sizeof(v));
+	}
 	return 1;
 }
 

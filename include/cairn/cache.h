@@ -53,6 +53,7 @@ struct cairn_cache_stats {
 	uint64_t resident_bytes;        /* now */
 	uint64_t errors;                /* failed device requests */
 	uint64_t waits;                 /* hits that waited for an in-flight fetch */
+	uint64_t dropped;               /* segments dropped once delivered */
 };
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,
@@ -66,6 +67,32 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 			 const struct cairn_cache_hint *hint);
 /* Start reading [off, off+len) in large background requests; returns at once. */
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
+/* Hand the cache bytes [off, off+len) of the device that the caller already
+ * read (and checked): the whole segments among them become cached, as if
+ * fetched, without a device request; segments already present are left alone.
+ * For a layer that had to read the start of the device before the cache existed
+ * (the verify device reads block 0 and the digest table). */
+void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint64_t off);
+/* A device byte range, for cairn_cache_prefetch_ranges(). */
+struct cairn_range {
+	uint64_t off, len;
+};
+/* Start reading n device ranges in the background, most wanted first (the order a
+ * workload first read them): the segments they cover are merged into as few
+ * requests as max_io allows, filling the gaps between them (bytes are cheaper
+ * than requests), and the requests are queued in the order of the first range
+ * each holds, so several run at once on a device with channels.
+ * Segments already cached or in flight are left alone. At most the budget is
+ * claimed: more would evict its own beginning. Returns the bytes claimed, 0 when
+ * there is nothing to do (or no memory: prefetching is advice). */
+uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_range *r,
+				     size_t n);
+/* The bytes [off, off+len) have been handed to a reader that keeps its own copy
+ * (a kernel page cache). A segment all of whose bytes have been handed on so is
+ * dropped at once (use-once) and its memory reused; readers holding it keep it
+ * until they are done. Delivery is tracked in 32nds of a segment (pages, with
+ * 128 KiB segments): a partly delivered 32nd does not count. */
+void cairn_cache_delivered(struct cairn_cache *c, uint64_t off, uint64_t len);
 /* Wait until queued readahead and prefetch work is done, then hold the cache to
  * its budget (fetches in flight may overshoot it by their slack until then). */
 void cairn_cache_drain(struct cairn_cache *c);

@@ -2,9 +2,12 @@
 /* Umbrella header for libcairn. */
 #ifndef CAIRN_CAIRN_H
 #define CAIRN_CAIRN_H
+#include <cairn/version.h>
 #include <cairn/error.h>
+#include <cairn/types.h>
 #include <cairn/format.h>
 #include <cairn/bdev.h>
+#include <cairn/verify.h>
 #include <cairn/cache.h>
 #include <cairn/image.h>
 #include <cairn/mkfs.h>

@@ -3,7 +3,8 @@
  * Error convention: every cairn call that can fail returns a negative errno value
  * (-EIO, -ENOENT, -ENOMEM, ...). A structurally invalid image is -CAIRN_ECORRUPT,
  * distinct from -EIO (the device failed) so callers can tell "bad bytes" from
- * "bad disk". The FUSE front end maps -CAIRN_ECORRUPT to EIO for applications.
+ * "bad disk". The FUSE front end maps -CAIRN_ECORRUPT and -CAIRN_EDIGEST to EIO
+ * for applications.
  */
 #ifndef CAIRN_ERROR_H
 #define CAIRN_ERROR_H
@@ -15,6 +16,9 @@ extern "C" {
 #include <errno.h>
 
 #define CAIRN_ECORRUPT EUCLEAN /* 117, "Structure needs cleaning", as EROFS uses */
+/* Bytes that do not match the image's SHA-256 digests (include/cairn/verify.h):
+ * tampered, torn or stale storage. Applications see EIO, like a corrupt image. */
+#define CAIRN_EDIGEST  EBADMSG /* 74 */
 
 /* Text for a negative cairn error code; never NULL. */
 const char *cairn_strerror(int err);

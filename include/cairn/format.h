@@ -8,7 +8,9 @@
  * with static asserts below. Readers must use cairn_le*() accessors, never cast
  * image bytes to host integers on a big-endian host.
  *
- *   offset 0         superblock (one 4 KiB block, struct at its start)
+ *   offset 0         superblock (one 4 KiB block, struct at its start; the verity
+ *                    record at CAIRN_VERITY_SUPER_OFF when CAIRN_COMPAT_VERITY)
+ *   4096             digest table (CAIRN_COMPAT_VERITY): SHA-256 of every granule
  *   meta_off         metadata region, 4 KiB-aligned, contiguous:
  *                      inode table   inode N at inode_off + N * CAIRN_INODE_SIZE
  *                      dirent table  directory entries, sorted per directory
@@ -34,16 +36,16 @@ extern "C" {
 
 #include <stdint.h>
 #include <string.h>
+#include <cairn/types.h> /* CAIRN_NAME_MAX */
 
 #define CAIRN_MAGIC            0x4e52494143ULL /* "CAIRN\0\0\0" read as le64 */
 #define CAIRN_MAGIC_BYTES      "CAIRN\0\0\0"
-#define CAIRN_VERSION_MAJOR    1
-#define CAIRN_VERSION_MINOR    0
+#define CAIRN_FORMAT_VERSION_MAJOR 1 /* of the format; the library's is in version.h */
+#define CAIRN_FORMAT_VERSION_MINOR 0
 #define CAIRN_BLOCK_SIZE       4096u
 #define CAIRN_BLOCK_SHIFT      12
 #define CAIRN_SUPER_OFF        0
 #define CAIRN_ROOT_INO         1u
-#define CAIRN_NAME_MAX         255u
 #define CAIRN_SYMLINK_MAX      4095u
 #define CAIRN_XATTR_NAME_MAX   255u
 #define CAIRN_XATTR_VALUE_MAX  65536u
@@ -54,15 +56,17 @@ extern "C" {
  * is ignored; an unknown ro_compat bit is harmless to a reader (cairn never writes). */
 #define CAIRN_COMPAT_HOT_PREFIX    (1u << 0) /* hot_off/hot_len describe an ordered prefix */
 #define CAIRN_COMPAT_FILE_HASH     (1u << 1) /* inode.content_hash holds XXH3-64 of the data */
+#define CAIRN_COMPAT_VERITY        (1u << 2) /* block 0 holds a verity record (SHA-256 digests) */
 #define CAIRN_INCOMPAT_EXTENTS     (1u << 0) /* some files use the extent table (sparse) */
 #define CAIRN_INCOMPAT_CHUNKED     (1u << 1) /* some files are compressed chunk maps (reserved) */
 #define CAIRN_INCOMPAT_KNOWN       (CAIRN_INCOMPAT_EXTENTS)
-#define CAIRN_COMPAT_KNOWN         (CAIRN_COMPAT_HOT_PREFIX | CAIRN_COMPAT_FILE_HASH)
+#define CAIRN_COMPAT_KNOWN         (CAIRN_COMPAT_HOT_PREFIX | CAIRN_COMPAT_FILE_HASH | \
+				    CAIRN_COMPAT_VERITY)
 
 /* The superblock: 256 bytes at offset 0; the rest of block 0 is zero. */
 struct cairn_disk_super {
 	uint8_t  magic[8];          /* CAIRN_MAGIC_BYTES */
-	uint16_t version_major;     /* CAIRN_VERSION_MAJOR; a different major is refused */
+	uint16_t version_major;     /* CAIRN_FORMAT_VERSION_MAJOR; a different major is refused */
 	uint16_t version_minor;     /* informational */
 	uint32_t block_size;        /* CAIRN_BLOCK_SIZE (only 4096 in v1) */
 	uint32_t compat;            /* CAIRN_COMPAT_* */
@@ -166,6 +170,31 @@ struct cairn_disk_extent {
 	uint64_t len;
 };
 
+/*
+ * Verification (CAIRN_COMPAT_VERITY, docs/FORMAT.md "Verification"). The image's
+ * bytes are cut into granules of 2^granule_shift bytes from offset 0; the digest
+ * table holds the SHA-256 of each, bytes of block 0 and of the table region counted
+ * as zeros (they are covered otherwise). The root digest is SHA-256 of block 0
+ * (4096 bytes): it covers this record, hence the table, hence every granule.
+ * 128 bytes at offset 384 of block 0 (bytes 256..383 belong to compression).
+ */
+#define CAIRN_VERITY_SUPER_OFF  384u
+#define CAIRN_VERITY_SHA256     1u    /* hash_alg: SHA-256, 32-byte digests */
+#define CAIRN_VERITY_DIGEST_LEN 32u
+#define CAIRN_VERITY_SHIFT_MIN  12u   /* granules of 4 KiB .. 16 MiB */
+#define CAIRN_VERITY_SHIFT_MAX  24u
+#define CAIRN_VERITY_SHIFT_DEFAULT 17u /* mkfs: 128 KiB, the default cache segment */
+struct cairn_disk_verity_super {
+	uint32_t hash_alg;          /* CAIRN_VERITY_SHA256 */
+	uint32_t granule_shift;     /* log2 of the granule size */
+	uint64_t table_off;         /* absolute, 4 KiB-aligned, >= 4096 */
+	uint64_t table_len;         /* bytes of the table region, a multiple of 4096 */
+	uint64_t granule_count;     /* ceil(image_size / granule); entries of 32 bytes */
+	uint8_t  table_digest[32];  /* SHA-256 of the table_len bytes of the table region */
+	uint8_t  reserved[56];
+	uint64_t record_hash;       /* XXH3-64 of these 128 bytes with this field zero */
+};
+
 #define CAIRN_SUPER_SIZE   256u
 #define CAIRN_INODE_SIZE   128u
 #define CAIRN_DIRENT_SIZE  16u
@@ -177,6 +206,7 @@ _Static_assert(sizeof(struct cairn_disk_inode) == CAIRN_INODE_SIZE, "inode size"
 _Static_assert(sizeof(struct cairn_disk_dirent) == CAIRN_DIRENT_SIZE, "dirent size");
 _Static_assert(sizeof(struct cairn_disk_xattr) == CAIRN_XATTR_SIZE, "xattr size");
 _Static_assert(sizeof(struct cairn_disk_extent) == CAIRN_EXTENT_SIZE, "extent size");
+_Static_assert(sizeof(struct cairn_disk_verity_super) == 128, "verity record size");
 
 /* Little-endian conversion. On little-endian hosts these compile to nothing; the
  * byte-wise fallback keeps the format right on big-endian ones. */

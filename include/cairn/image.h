@@ -21,23 +21,10 @@ extern "C" {
 #include <sys/types.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
+#include <cairn/types.h>
+#include <cairn/verify.h>
 
 struct cairn_image;
-typedef uint64_t cairn_ino_t;
-
-struct cairn_time { int64_t sec; uint32_t nsec; };
-
-/* Attributes shared by every tree (image, RAM fs, namespace). */
-struct cairn_stat {
-	cairn_ino_t ino;
-	uint32_t mode;          /* st_mode */
-	uint32_t nlink;
-	uint32_t uid, gid;
-	uint64_t size;
-	uint64_t blocks;        /* 512-byte units */
-	uint64_t rdev;
-	struct cairn_time atime, mtime, ctime;
-};
 
 /* Summary of an image for `cairn info`. */
 struct cairn_image_info {
@@ -49,11 +36,6 @@ struct cairn_image_info {
 	int64_t build_time;
 	uint8_t uuid[16];
 };
-
-/* readdir callback: return nonzero to stop. `next` is the cookie that resumes
- * after this entry. Cookies are stable: 1 = ".", 2 = "..", 3 + i = entry i. */
-typedef int (*cairn_dirent_cb)(void *ctx, const char *name, size_t name_len,
-			       cairn_ino_t ino, unsigned dtype, uint64_t next);
 
 int cairn_image_open(struct cairn_cache *cache, struct cairn_image **out);
 /* As cairn_image_open(); on failure also writes a one-line reason ("bad superblock
@@ -76,11 +58,19 @@ int cairn_image_lookup(struct cairn_image *img, cairn_ino_t dir, const char *nam
  * (at most 40, then -ELOOP); the last one too when `follow` is set. */
 int cairn_image_resolve(struct cairn_image *img, const char *path, int follow,
 			cairn_ino_t *out);
+/* cb is called with no lock held and no buffer of the reader's in use, so it may
+ * call back into the reader (look up, read, list another directory). */
 int cairn_image_readdir(struct cairn_image *img, cairn_ino_t dir, uint64_t cookie,
 			cairn_dirent_cb cb, void *ctx);
 /* Regular files: bytes read (0 at or past EOF). Holes read as zeros. */
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off);
+/* Bytes [off, off+len) of regular file ino were handed to a reader that keeps
+ * them (a kernel page cache): their cache segments are dropped once wholly
+ * handed on (cairn_cache_delivered). Metadata is never dropped so, nor hot data
+ * being prefetched. */
+void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			   uint64_t len);
 /* SEEK_DATA / SEEK_HOLE over a regular file, as lseek(2): the first data byte at
  * or after off, or the first hole byte (end of file counts as a hole). -ENXIO
  * when off is at or past the end (or no data follows, for SEEK_DATA). */
@@ -99,28 +89,78 @@ ssize_t cairn_image_listxattr_alloc(struct cairn_image *img, cairn_ino_t ino, ch
 /* The device byte range holding a file's data (for cache hints, prefetch, tracing):
  * lo == hi when it has none on the data region (empty, inline). */
 int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *lo, uint64_t *hi);
-/* Start reading the hot prefix (mkfs --order) in the background. */
+/* Start reading the hot ranges in the background: the loaded profile's (below),
+ * else the hot prefix (mkfs --order). From then on cairn_image_delivered() keeps
+ * hot data cached (a push may still read it). Call it before other threads use
+ * img. */
 void cairn_image_prefetch_hot(struct cairn_image *img);
-/* Calls fn(ctx, file_off, dev_off, len) for each byte range of regular file ino
- * whose data lies in the hot prefix, in device order, which for an ordered image
- * is the order a traced workload first read them; ranges that follow each other in
- * both the file and the device are merged. Stops early and returns fn's value when
- * it is non-zero; 0 when done or when the image has no hot prefix. For pushing a
- * file's hot pages into a page cache ahead of use. */
-typedef int (*cairn_range_cb)(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_t len);
+/* Bytes of file data the hot ranges hold (0: nothing to prefetch or push). */
+uint64_t cairn_image_hot_bytes(const struct cairn_image *img);
+/* Calls fn(ctx, file_off, pos, len) for each hot byte range of regular file ino:
+ * the loaded profile's ranges of the file, else those whose data lies in the hot
+ * prefix. `pos` places the range in the order a traced workload first read it
+ * (a byte position in that order: the device offset in a hot prefix, the
+ * profile position otherwise), and ranges come in that order; ranges that follow
+ * each other in the file and in that order are merged. Stops early and returns
+ * fn's value when it is non-zero; 0 when done or when there are no hot ranges.
+ * For pushing a file's hot pages into a page cache ahead of use. */
+typedef int (*cairn_range_cb)(void *ctx, uint64_t file_off, uint64_t pos, uint64_t len);
 int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
 			   void *ctx);
+
+/*
+ * Profiles: learned prefetch without a rebuild (-o prefetch=TRACE, -o learn=FILE).
+ * A profile is a trace (the `PATH OFFSET LENGTH` lines of -o trace=, or plain
+ * paths for whole files) resolved against this image. Once loaded it replaces the
+ * hot prefix: cairn_image_prefetch_hot() reads its ranges in trace order, merged
+ * into as few device requests as the cache allows, and cairn_image_hot_ranges()
+ * gives its ranges per file. A stale profile is used as far as it matches: paths
+ * not in the image (or not regular files) and ranges past a file's end are
+ * skipped and counted, never an error. Growth is bounded: at most
+ * CAIRN_PROFILE_MAX_BYTES of file data and CAIRN_PROFILE_MAX_RANGES ranges; a
+ * range first read earlier keeps its place (later records add only bytes not
+ * yet in the profile).
+ */
+#define CAIRN_PROFILE_MAX_BYTES (256ull << 20)
+#define CAIRN_PROFILE_MAX_RANGES (1u << 18)
+struct cairn_profile_stats {
+	uint64_t records;       /* trace records read */
+	uint64_t missing;       /* ... naming no regular file of the image */
+	uint64_t past_eof;      /* ... whose range starts at or past the file's end */
+	uint64_t dropped;       /* ... not taken (bounds reached) */
+	uint64_t ranges, bytes; /* the profile now: distinct ranges and bytes */
+};
+/* Loads text as the image's profile (adding to one loaded before). Call it before
+ * other threads use img. 0, or -ENOMEM (nothing is half-loaded then: the image
+ * keeps what it had before). st may be NULL. */
+int cairn_image_profile_load(struct cairn_image *img, const char *text, size_t len,
+			     struct cairn_profile_stats *st);
+/* As cairn_image_profile_load(), from a file of at most CAIRN_PROFILE_MAX_TEXT
+ * bytes: -ENOENT when there is none, -EFBIG when it is larger. */
+#define CAIRN_PROFILE_MAX_TEXT (64u << 20)
+int cairn_image_profile_load_file(struct cairn_image *img, const char *path,
+				  struct cairn_profile_stats *st);
+/* Writes the loaded profile (empty when none), joined with the records of the
+ * trace file trace_path (this run's trace, or NULL: ranges not yet in the profile
+ * are appended, within the bounds), to path atomically: a temporary file beside it, fsync, rename,
+ * fsync of the directory, so a crash at any point leaves the old file or the new
+ * one. Paths not in the image are dropped: the profile follows the image. Not
+ * while other threads use the profile. 0 or a negative errno. */
+int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, const char *path,
+			     struct cairn_profile_stats *st);
 
 /* fsck: checks every structure and checksum and, with CAIRN_FSCK_DATA, every file's
  * content hash. Problems are reported through `report` (may be NULL); returns the
  * number of problems found (0 = clean) or a negative errno if checking could not run. */
 #define CAIRN_FSCK_DATA 1u
+/* Images with digests: every granule against the digest table (reads the image). */
+#define CAIRN_FSCK_DIGESTS 2u
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 
 /*
- * Convenience: build the stack file -> [offset] -> [qcow2] -> [fault] -> [delay]
- * -> stats -> cache -> image from options, as the CLI and the mount do.
+ * Convenience: build the stack file -> [offset] -> [fault] -> [delay] -> stats ->
+ * [qcow2] -> [verify] -> cache -> image from options, as the CLI and the mount do.
  */
 struct cairn_open_opts {
 	struct cairn_cache_config cache;
@@ -129,6 +169,9 @@ struct cairn_open_opts {
 	uint64_t offset;                         /* image starts here in the file */
 	unsigned file_flags;                     /* CAIRN_BDEV_FILE_* */
 	struct cairn_qcow2_config qcow2;
+	/* Digest checking (verify.h): on by default for images that have digests; a
+	 * verify device then sits under the cache. */
+	struct cairn_verify_config verify;
 };
 int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
 			  struct cairn_image **out);
@@ -138,8 +181,18 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 /* Counters of the stats device in an image opened by cairn_image_open_path();
  * -ENOENT when the stack has none. */
 int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_counters *out);
+/* The root digest of an image with digests (SHA-256 of block 0, as the verify
+ * device checked it, or read now when there is none); -ENODATA without digests. */
+int cairn_image_root_digest(struct cairn_image *img, uint8_t out[CAIRN_DIGEST_LEN]);
 /* The fault device of such a stack, or NULL. */
 struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img);
+
+/* The entries of dir from cookie on, but "." and "..", at most max of them (0 =
+ * all), in one allocation: *out (the caller frees it; NULL when there are none)
+ * and their count, or a negative errno. For walking a tree without holding a
+ * callback open across the walk. */
+ssize_t cairn_image_readdir_alloc(struct cairn_image *img, cairn_ino_t dir, uint64_t cookie,
+				  size_t max, struct cairn_dirent **out);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@ extern "C" {
 #endif
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -48,6 +49,9 @@ struct cairn_mkfs_opts {
 	int allow_empty_globs;      /* a manifest glob matching nothing is not an error */
 	int force;                  /* write_path: replace an existing regular file that is
 				     * not a cairn image (refused otherwise) */
+	int no_verity;              /* no digest table, no root digest (docs/FORMAT.md
+				     * "Verification"); readers then check metadata only */
+	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 17 (128 KiB) */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -111,6 +115,9 @@ struct cairn_mkfs_stats {
 	uint64_t inline_files, sparse_files, dedup_files, dedup_bytes;
 	uint64_t data_bytes;        /* logical bytes of all regular files */
 	uint64_t image_size, meta_len, data_len, hot_len;
+	int verity;                 /* the image has digests and this root digest: */
+	uint8_t root[32];           /*   SHA-256 of block 0 (cairn_digest_format()) */
+	uint64_t table_len;         /* bytes of the digest table region */
 };
 void cairn_mkfs_get_stats(const struct cairn_mkfs *m, struct cairn_mkfs_stats *out);
 
@@ -139,8 +146,9 @@ int cairn_manifest_parse(const char *text, size_t len, cairn_manifest_cb cb, voi
 			 char *err, size_t err_len);
 
 /*
- * Order file parser (mkfs --order), pure as well: one in-image path per line, or
- * "PATH OFFSET LENGTH" range records (the mount's trace). '#' starts a comment
+ * Trace/order file parser, pure as well: the one reader of the trace format
+ * (mkfs --order, mount -o prefetch=TRACE and -o learn=FILE): one in-image path per
+ * line (the whole file), or "PATH OFFSET LENGTH" range records (the mount's trace). '#' starts a comment
  * line, blank lines are skipped. Paths are unescaped (docs/MANIFEST.md): "\\"
  * is a backslash, "\n" a newline, "\ooo" the byte of three octal digits; any
  * other backslash stands for itself.

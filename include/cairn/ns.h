@@ -6,7 +6,8 @@
  *   read-only   the image alone; every write gives -EROFS.
  *   tmp paths   the image, with RAM subtrees at given paths (`/tmp:/var/log`).
  *               A RAM subtree is seeded with the image's content at that path,
- *               if any. Missing parents appear as read-only empty directories.
+ *               if any, by the copy routine copy-up uses (same holes, same
+ *               xattrs). Missing parents appear as read-only empty directories.
  *   overlay     the whole tree is writable: an object is copied up into RAM
  *               (data, metadata, xattrs, parents first) the first time it is
  *               changed; deletions leave whiteouts; a directory removed and made
@@ -54,6 +55,9 @@ struct cairn_ns;
 
 #define CAIRN_NS_OVERLAY 1u /* whole tree writable (copy-up) */
 #define CAIRN_NS_EMPTY   2u /* no image: RAM only */
+#define CAIRN_NS_USE_ONCE 4u /* the reader of cairn_ns_read_iov keeps what it gets of
+			      * image files (a kernel page cache): the image cache drops
+			      * it once delivered (cairn_image_delivered) */
 
 struct cairn_ns_config {
 	struct cairn_image *image;   /* lower tree; NULL only with CAIRN_NS_EMPTY; not owned */
@@ -128,6 +132,7 @@ ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
 /* cairn_image_hot_ranges() of a node that is an image file (not copied up);
  * 0 without calling fn for anything else. */
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx);
+
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
  * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a
  * negative errno if reading failed. *from_image (may be NULL) says which layer.
@@ -135,6 +140,11 @@ int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, v
  * forgotten at any moment, so callers must not use the node id afterwards. */
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
 		      cairn_iov_fn fn, void *ctx, int *from_image);
+/* Kill-privilege rules, as the kernel applies them: a write, a truncation (setattr
+ * SIZE or open O_TRUNC) or a change of owner (setattr UID/GID) of a regular file
+ * drops its security.capability, and by a caller other than root (cred) its
+ * set-user-ID bit (set-group-ID too when group-executable); a change of owner
+ * clears those bits whoever makes it. */
 ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size_t len,
 		       uint64_t off, int append, const struct cairn_cred *cred);
 int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t off, uint64_t len);
@@ -156,6 +166,9 @@ struct cairn_ns_usage {
 	uint64_t nodes;                 /* live node ids */
 	struct cairn_ramfs_usage ram;   /* zero without a RAM layer */
 	uint64_t copy_ups;
+	/* cairn_ns_forget() calls that dropped more references than the node had
+	 * (a caller's bug; a build with -DCAIRN_DEBUG aborts on the first). */
+	uint64_t over_forgets;
 };
 void cairn_ns_usage(struct cairn_ns *ns, struct cairn_ns_usage *out);
 /* The RAM layer, or NULL (read-only namespace); not owned. */

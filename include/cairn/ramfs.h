@@ -3,7 +3,8 @@
  * Layer 4: the RAM filesystem, a writable in-memory tree (what /tmp, /var/log and
  * the overlay's upper layer are made of). Same object model and error convention
  * as the image reader: inode numbers, struct cairn_stat, readdir cookies, negative
- * errno. File data lives in fixed-size chunks; a missing chunk is a hole.
+ * errno. File data lives in fixed-size chunks; a missing chunk is a hole. It
+ * knows nothing of images: seeding a RAM tree from one is the namespace's (ns.h).
  *
  * Lifetime: an inode is freed when its nlink is 0, it has no open handles
  * (cairn_ramfs_open/release) and its lookup count is 0. Calls that return an
@@ -36,11 +37,10 @@ extern "C" {
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
-#include <cairn/image.h>
+#include <cairn/types.h>
 
 struct cairn_ramfs;
 
-#define CAIRN_RAMFS_NAME_MAX 255           /* bytes in one name; longer: -ENAMETOOLONG */
 #define CAIRN_RAMFS_SYMLINK_MAX 4095       /* bytes in a symlink target */
 #define CAIRN_RAMFS_DEFAULT_CHUNK 4096
 
@@ -103,7 +103,7 @@ void cairn_ramfs_free(struct cairn_ramfs *fs);
 cairn_ino_t cairn_ramfs_root(const struct cairn_ramfs *fs);
 
 /* Entry-returning calls fill *st and take one lookup reference on st->ino.
- * Names are bytes without '/' or NUL (-EINVAL), 1..255 long (-ENAMETOOLONG).
+ * Names are bytes without '/' or NUL (-EINVAL), 1..CAIRN_NAME_MAX long (-ENAMETOOLONG).
  * lookup accepts "." and ".."; creating either gives -EEXIST. */
 int cairn_ramfs_lookup(struct cairn_ramfs *fs, cairn_ino_t dir, const char *name, size_t len,
 		       struct cairn_stat *st);
@@ -147,6 +147,11 @@ ssize_t cairn_ramfs_readlink(struct cairn_ramfs *fs, cairn_ino_t ino, char *buf,
  * it may call back into the fs (e.g. cairn_ramfs_lookup for readdirplus). */
 int cairn_ramfs_readdir(struct cairn_ramfs *fs, cairn_ino_t dir, uint64_t cookie,
 			cairn_dirent_cb cb, void *ctx);
+/* The entries from cookie on, but "." and "..", at most max of them (0 = all), in
+ * one allocation: *out (the caller frees it; NULL when there are none) and their
+ * count, or a negative errno. For callers that change the tree while walking it. */
+ssize_t cairn_ramfs_readdir_alloc(struct cairn_ramfs *fs, cairn_ino_t dir, uint64_t cookie,
+				  size_t max, struct cairn_dirent **out);
 
 /* Open handles keep an unlinked inode alive (any type; each open needs a release). */
 int cairn_ramfs_open(struct cairn_ramfs *fs, cairn_ino_t ino);
@@ -198,17 +203,6 @@ struct cairn_ramfs_usage {
 	uint64_t pool_bytes;    /* freed chunks held for reuse (not in data_bytes) */
 };
 void cairn_ramfs_usage(struct cairn_ramfs *fs, struct cairn_ramfs_usage *out);
-
-/*
- * Seed a tree from an image: copies the contents of image directory src_dir into
- * dst_dir (recursively, with modes, owners, times, xattrs, symlinks, devices, hard
- * links within the subtree and holes) and gives dst_dir src_dir's mode, owner,
- * times and xattrs. Existing directories are merged; any other existing name gives
- * -EEXIST. Errors from the image (-EIO, -CAIRN_ECORRUPT) are passed on; what was
- * copied before the error stays. The image is only read during the call.
- */
-int cairn_ramfs_copy_from_image(struct cairn_ramfs *fs, cairn_ino_t dst_dir,
-				struct cairn_image *img, cairn_ino_t src_dir);
 
 #ifdef __cplusplus
 }

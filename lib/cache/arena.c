@@ -11,7 +11,12 @@
  * used) and asks for transparent huge pages, which also keeps TLB misses off
  * the hit path. Resident memory can never exceed the arena: budget plus a
  * slack of max_io per worker and per concurrent reader (the fetches in
- * flight). Everything goes back to the OS in cairn_cache_free().
+ * flight). A slot freed while nothing waits for memory (a segment dropped once
+ * delivered, cairn_cache_delivered) stays resident only while fewer than
+ * WARM_BYTES of free slots are; past that its pages go back to the OS
+ * (MADV_DONTNEED), so a daemon whose data the kernel has taken shrinks back to
+ * its metadata. Eviction frees slots for the fetch that follows it, which takes
+ * them warm. Everything goes back to the OS in cairn_cache_free().
  *
  * If every slot is taken (more concurrent fetches than the slack foresaw),
  * a segment falls back to malloc and is freed at eviction: correctness never
@@ -30,6 +35,7 @@
 #define HUGE_ALIGN (2u << 20)
 #define SLACK_READERS 4u    /* concurrent sync readers the slack is sized for */
 #define MAX_SLOTS (1u << 26)
+#define WARM_BYTES (2u << 20) /* freed segment memory kept resident for reuse */
 
 int arena_init(struct cairn_cache *c)
 {
@@ -44,8 +50,10 @@ int arena_init(struct cairn_cache *c)
 	if (pthread_mutex_init(&c->slot_lock, NULL))
 		return -ENOMEM;
 	c->free_slots = malloc(n * sizeof(*c->free_slots));
-	if (!c->free_slots)
+	c->slot_warm = calloc(n, 1);
+	if (!c->free_slots || !c->slot_warm)
 		goto fail;
+	c->warm_max = WARM_BYTES >> c->seg_shift;
 	p = mmap(NULL, bytes + HUGE_ALIGN, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -62,7 +70,9 @@ int arena_init(struct cairn_cache *c)
 	return 0;
 fail:
 	free(c->free_slots);
+	free(c->slot_warm);
 	c->free_slots = NULL;
+	c->slot_warm = NULL;
 	pthread_mutex_destroy(&c->slot_lock);
 	return -ENOMEM;
 }
@@ -75,7 +85,9 @@ void arena_destroy(struct cairn_cache *c)
 		free(c->bounce[i]);
 	munmap(c->arena_map, c->arena_map_len);
 	free(c->free_slots);
+	free(c->slot_warm);
 	c->free_slots = NULL;
+	c->slot_warm = NULL;
 	pthread_mutex_destroy(&c->slot_lock);
 }
 
@@ -100,6 +112,18 @@ static int slots_adjacent(struct seg **s, size_t n)
 	return 1;
 }
 
+/* Page-aligned: a device below that reads by pages (O_DIRECT, a FUSE file with
+ * direct_io) would otherwise split a max_io read into max_io minus the
+ * misalignment and a tiny request for the rest (24 extra requests in a Java
+ * start through the benchmark's delay layer, once freed slots stopped being
+ * adjacent and runs took bounce buffers more often). */
+static unsigned char *bounce_alloc(const struct cairn_cache *c)
+{
+	void *p;
+
+	return posix_memalign(&p, 4096, c->max_io) ? NULL : p;
+}
+
 int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp)
 {
 	size_t got = 0;
@@ -107,8 +131,14 @@ int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char
 
 	*tmp = NULL;
 	pthread_mutex_lock(&c->slot_lock);
-	while (got < n && c->nfree)
-		s[got++]->slot = c->free_slots[--c->nfree];
+	while (got < n && c->nfree) {
+		uint32_t slot = c->free_slots[--c->nfree];
+
+		if (c->slot_warm[slot])
+			c->nwarm_free--;
+		c->slot_warm[slot] = 1; /* it is about to be written */
+		s[got++]->slot = slot;
+	}
 	/* Slots freed by eviction come back in the order their segments went;
 	 * sorting gives a run adjacent slots whenever the free ones are. */
 	sort_slots(s, got);
@@ -127,7 +157,7 @@ int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char
 		if (!s[i]->data)
 			goto fail;
 	}
-	if (n > 1 && !n_direct && !*tmp && !(*tmp = malloc(c->max_io)))
+	if (n > 1 && !n_direct && !*tmp && !(*tmp = bounce_alloc(c)))
 		goto fail;
 	for (size_t i = 0; i < n; i++)
 		s[i]->alloc = c->seg_size;
@@ -164,6 +194,16 @@ void seg_free_data(struct cairn_cache *c, struct seg *s)
 		free(s->data);
 	} else {
 		pthread_mutex_lock(&c->slot_lock);
+		/* A few freed slots stay resident for the next fetch; the rest go
+		 * back to the OS (before anyone can take the slot again), so a daemon
+		 * whose data was delivered shrinks back. */
+		if (c->nwarm_free < c->warm_max) {
+			c->nwarm_free++;
+		} else {
+			madvise(c->arena + ((size_t)s->slot << c->seg_shift), c->seg_size,
+				MADV_DONTNEED);
+			c->slot_warm[s->slot] = 0;
+		}
 		c->free_slots[c->nfree++] = s->slot;
 		pthread_mutex_unlock(&c->slot_lock);
 	}

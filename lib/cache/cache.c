@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cairn/error.h>
 #include "cache/cache_internal.h"
 
 /* Defaults; the segment size is chosen by measurement, see docs/BENCHMARKS.md. */
@@ -206,11 +207,65 @@ void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
 	}
 }
 
+/* Fetched segments become READY (each one's length from its place on the device). */
+static void publish_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+			uint64_t own_hi)
+{
+	uint64_t spec = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		uint64_t o = s[i]->idx << c->seg_shift;
+
+		pthread_mutex_lock(&sh->lock);
+		s[i]->len = (uint32_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
+		s[i]->state = SEG_READY;
+		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
+			s[i]->referenced = 1;
+			s[i]->from_ra = 0;
+		} else {
+			spec += s[i]->len;
+		}
+		pthread_cond_broadcast(&sh->cond);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (spec)
+		atomic_fetch_add_explicit(&c->ra_bytes, spec, memory_order_relaxed);
+	lru_add(c, s, n);
+}
+
+/* A run failed its digest check (a verify device below): fetch each segment
+ * alone, so only the reads that need a bad granule fail, not every read that
+ * happened to share the request. Costs requests only when bytes are bad. */
+static int refetch_each(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+			uint64_t own_hi)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t off = s[i]->idx << c->seg_shift;
+		size_t len = (size_t)(c->dev_size - off < c->seg_size ? c->dev_size - off : c->seg_size);
+		ssize_t r = cairn_bdev_read(c->dev, s[i]->data, len, off);
+
+		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+		if (r == (ssize_t)len) {
+			atomic_fetch_add_explicit(&c->bytes, len, memory_order_relaxed);
+			publish_run(c, &s[i], 1, own_lo, own_hi);
+			continue;
+		}
+		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+		r = r < 0 ? r : -EIO;
+		fail_claims(c, &s[i], 1, (int)r);
+		if (!err)
+			err = (int)r;
+	}
+	return err;
+}
+
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
 {
 	uint64_t off = s[0]->idx << c->seg_shift;
 	uint64_t want = (uint64_t)n << c->seg_shift;
-	uint64_t spec = 0;
 	unsigned char *tmp;
 	int err;
 
@@ -238,30 +293,14 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 				memcpy(s[i]->data, tmp + o, (size_t)l);
 			}
 		bounce_put(c, tmp);
+		if (err == -CAIRN_EDIGEST && n > 1)
+			return refetch_each(c, s, n, own_lo, own_hi);
 	}
 	if (err) {
 		fail_claims(c, s, n, err);
 		return err;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct shard *sh = seg_shard(c, s[i]->idx);
-		uint64_t o = (uint64_t)i << c->seg_shift;
-
-		pthread_mutex_lock(&sh->lock);
-		s[i]->len = (uint32_t)(want - o < c->seg_size ? want - o : c->seg_size);
-		s[i]->state = SEG_READY;
-		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
-			s[i]->referenced = 1;
-			s[i]->from_ra = 0;
-		} else {
-			spec += s[i]->len;
-		}
-		pthread_cond_broadcast(&sh->cond);
-		pthread_mutex_unlock(&sh->lock);
-	}
-	if (spec)
-		atomic_fetch_add_explicit(&c->ra_bytes, spec, memory_order_relaxed);
-	lru_add(c, s, n);
+	publish_run(c, s, n, own_lo, own_hi);
 	return 0;
 }
 
@@ -371,6 +410,8 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 
 		pthread_mutex_lock(&sh->lock);
 		s = seg_lookup(sh, idx);
+		if (s && seg_forget_gone(c, sh, s))
+			s = NULL; /* the reader dropped its copy: fetch it again */
 		if (s && s->state == SEG_READY) {
 			ra_touch |= note_hit(sh, s);
 			seg_copy(c, s, buf, off, end);
@@ -423,13 +464,12 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 			fetch_list = &all;
 		}
 	}
-	/* Our own request first (the reader is waiting on it), readahead after. */
-	if (fetch_list->n) {
-		int rc = fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
-
-		if (rc && !err)
-			err = rc;
-	}
+	/* Our own request first (the reader is waiting on it), readahead after.
+	 * A failure shows in our own claims' state below; one that hit only the
+	 * extension claims is not this read's (a bad granule next door must not
+	 * fail it). */
+	if (fetch_list->n)
+		(void)fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
 	if (!err && plan.ra_hi)
@@ -524,6 +564,73 @@ void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
 	seg_vec_free(&v);
 }
 
+void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t end = off + len, first, stop;
+	struct seg_vec v;
+
+	if (c->passthrough || off >= c->dev_size || len == 0)
+		return;
+	if (end > c->dev_size)
+		end = c->dev_size;
+	/* Whole segments only; the device's last one may be short. */
+	first = (off + c->seg_size - 1) >> c->seg_shift;
+	stop = end == c->dev_size ? (end + c->seg_size - 1) >> c->seg_shift : end >> c->seg_shift;
+	if (first >= stop)
+		return;
+	seg_vec_init(&v);
+	claim_range(c, first, stop - 1, &v);
+	for (size_t i = 0; i < v.n; i++) {
+		struct seg *s = v.v[i];
+		uint64_t o = s->idx << c->seg_shift;
+		size_t n = (size_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
+		unsigned char *tmp;
+
+		evict_to_budget(c, c->seg_size);
+		if (seg_alloc_run(c, &s, 1, &tmp)) {
+			fail_claims(c, &s, 1, -ENOMEM);
+			continue;
+		}
+		memcpy(s->data, (const unsigned char *)buf + (o - off), n);
+		publish_run(c, &s, 1, first, stop - 1); /* about to be read: not speculative */
+	}
+	seg_vec_free(&v);
+}
+
+void cairn_cache_delivered(struct cairn_cache *c, uint64_t off, uint64_t len)
+{
+	uint64_t end;
+
+	if (c->passthrough || off >= c->dev_size || !len)
+		return;
+	end = len > c->dev_size - off ? c->dev_size : off + len;
+	for (uint64_t idx = off >> c->seg_shift; idx <= (end - 1) >> c->seg_shift; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		uint64_t base = idx << c->seg_shift, a, b;
+		struct seg *s;
+		int full = 0;
+
+		a = off > base ? off : base;
+		b = end < base + c->seg_size ? end : base + c->seg_size;
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (s && s->state == SEG_READY) {
+			/* The 32nds of the segment wholly inside [a, b), the last one
+			 * counting as whole when b reaches the segment's valid end. */
+			uint64_t g = c->seg_size / 32, lo = (a - base + g - 1) / g;
+			uint64_t hi = b - base >= s->len ? 32 : (b - base) / g;
+
+			for (uint64_t i = lo; i < hi; i++)
+				s->delivered |= 1u << i;
+			s->delivered &= seg_all_delivered(c, s);
+			full = s->delivered == seg_all_delivered(c, s);
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (full)
+			seg_drop_delivered(c, idx);
+	}
+}
+
 void cairn_cache_drain(struct cairn_cache *c)
 {
 	if (c->passthrough)
@@ -554,6 +661,7 @@ void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 	out->readahead_bytes = atomic_load_explicit(&c->ra_bytes, memory_order_relaxed);
 	out->readahead_wasted = atomic_load_explicit(&c->ra_wasted, memory_order_relaxed);
 	out->evictions = atomic_load_explicit(&c->evictions, memory_order_relaxed);
+	out->dropped = atomic_load_explicit(&c->dropped, memory_order_relaxed);
 	out->resident_bytes = atomic_load_explicit(&c->resident, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
 }

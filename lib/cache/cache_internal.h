@@ -25,7 +25,10 @@
 #define CACHE_BOUNCE_POOL 8u      /* bounce buffers kept for reuse */
 #define SEG_NO_SLOT UINT32_MAX
 
-enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED };
+/* SEG_GONE: dropped once delivered (cairn_cache_delivered), its data freed. It
+ * stays in the table, a few bytes, so that readahead and prefetch do not fetch
+ * again what the reader already keeps; a read of it is a miss like any other. */
+enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED, SEG_GONE };
 
 struct seg {
 	struct seg *hnext;          /* hash chain (shard lock) */
@@ -35,6 +38,7 @@ struct seg {
 	size_t alloc;               /* bytes of memory charged to the budget */
 	uint32_t len;               /* valid bytes (short only at the device end) */
 	uint32_t slot;              /* arena slot, or SEG_NO_SLOT (malloc'd data) */
+	uint32_t delivered;         /* which 32nds of it a reader took to keep (bits) */
 	int refs;                   /* hash membership + readers holding it */
 	int err;                    /* SEG_FAILED: the negative errno */
 	uint8_t state;
@@ -86,6 +90,8 @@ struct cairn_cache {
 	size_t arena_map_len;
 	size_t nslots, nfree;
 	uint32_t *free_slots;       /* a stack of free slot numbers */
+	uint8_t *slot_warm;         /* per slot: its pages are resident */
+	size_t nwarm_free, warm_max;/* free slots still resident, and the most kept so */
 	unsigned char *bounce[CACHE_BOUNCE_POOL];
 	size_t nbounce;
 
@@ -93,7 +99,7 @@ struct cairn_cache {
 	struct seg *lru_head;       /* the CLOCK hand points here */
 
 	_Atomic uint64_t resident, requests, bytes, errors, evictions;
-	_Atomic uint64_t ra_bytes, ra_wasted;
+	_Atomic uint64_t ra_bytes, ra_wasted, dropped;
 	_Atomic uint64_t pt_reads;  /* pass-through mode: reads (all misses) */
 
 	pthread_mutex_t stream_lock;
@@ -135,6 +141,19 @@ struct seg *seg_unref_locked(struct seg *s);
 void seg_destroy(struct cairn_cache *c, struct seg *s);
 void seg_release(struct cairn_cache *c, struct seg *s); /* locks, unrefs, frees */
 void lru_add(struct cairn_cache *c, struct seg **s, size_t n);
+/* The delivered bits of a segment all of whose bytes were delivered: one bit per
+ * 32nd of the segment size, up to its valid length. */
+static inline uint32_t seg_all_delivered(const struct cairn_cache *c, const struct seg *s)
+{
+	size_t g = c->seg_size / 32, n = (s->len + g - 1) / g;
+
+	return n >= 32 ? UINT32_MAX : (uint32_t)((1u << n) - 1);
+}
+/* Drop segment idx's data if it is READY, on the ring and fully delivered. */
+void seg_drop_delivered(struct cairn_cache *c, uint64_t idx);
+/* A read needs a SEG_GONE segment again: removes it from the table (shard
+ * locked) so it can be fetched anew. 1 when s was gone (and is freed), else 0. */
+int seg_forget_gone(struct cairn_cache *c, struct shard *sh, struct seg *s);
 /* Evict until `need` more bytes fit in the budget. */
 void evict_to_budget(struct cairn_cache *c, size_t need);
 

@@ -238,6 +238,37 @@ void evict_to_budget(struct cairn_cache *c, size_t need)
 	}
 }
 
+void seg_drop_delivered(struct cairn_cache *c, uint64_t idx)
+{
+	struct shard *sh = seg_shard(c, idx);
+	struct seg *s;
+
+	pthread_mutex_lock(&c->lru_lock); /* lock order: ring, then shard */
+	pthread_mutex_lock(&sh->lock);
+	s = seg_lookup(sh, idx);
+	/* Only when no reader holds it (refs: the table's alone): they copy from it. */
+	if (s && s->state == SEG_READY && s->in_lru && s->refs == 1 &&
+	    s->delivered == seg_all_delivered(c, s)) {
+		ring_remove(c, s);
+		atomic_fetch_sub_explicit(&c->resident, s->alloc, memory_order_relaxed);
+		s->alloc = 0;
+		seg_free_data(c, s);
+		s->state = SEG_GONE;
+		atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	pthread_mutex_unlock(&c->lru_lock);
+}
+
+int seg_forget_gone(struct cairn_cache *c, struct shard *sh, struct seg *s)
+{
+	if (s->state != SEG_GONE)
+		return 0;
+	seg_unhash(c, sh, s);
+	free(s); /* no data, and only the table held it */
+	return 1;
+}
+
 int segtable_init(struct cairn_cache *c)
 {
 	c->shards = aligned_alloc(64, sizeof(struct shard) * CACHE_SHARDS);

@@ -16,6 +16,7 @@
 #include <cairn/error.h>
 #include <cairn/format.h>
 #include "extract/extract_int.h"
+#include "util/util_int.h"
 
 #define COPY_CHUNK (1u << 20)
 #define MAX_DEPTH 4096
@@ -215,6 +216,10 @@ static int extract_file(struct ex *x, cairn_ino_t ino, const struct cairn_stat *
 		rc = set_attrs(x, ino, st, fd, dirfd, name);
 	if (close(fd) && !rc)
 		rc = -errno;
+	/* A file whose data could not all be read (a bad granule, an IO error) is
+	 * removed: its first part alone would look like a finished file. */
+	if (rc)
+		unlinkat(dirfd, name, 0);
 	return rc;
 }
 
@@ -240,21 +245,6 @@ static int extract_special(struct ex *x, cairn_ino_t ino, const struct cairn_sta
 		return -errno;
 	x->st.others++;
 	return set_attrs(x, ino, st, -1, dirfd, name);
-}
-
-static char *join(const char *a, const char *b)
-{
-	size_t al = strlen(a), bl = strlen(b);
-	char *p = malloc(al + bl + 2);
-
-	if (!p)
-		return NULL;
-	memcpy(p, a, al);
-	p[al] = '/';
-	memcpy(p + al + 1, b, bl + 1);
-	if (!al)
-		memmove(p, p + 1, bl + 1);
-	return p;
 }
 
 /* Opens the directory holding rel (a path we created, relative to the target)
@@ -383,7 +373,7 @@ static void extract_entry(struct ex *x, int dirfd, const char *rel, const char *
 			  cairn_ino_t ino, int depth)
 {
 	struct cairn_stat st;
-	char *path = join(rel, name);
+	char *path = util_path_join(rel, name, strlen(name));
 	int rc;
 
 	if (!path) {
@@ -434,62 +424,18 @@ out:
 	free(path);
 }
 
-/* Names are copied out first: extracting a subdirectory re-enters the reader. */
-struct namelist {
-	char **names;
-	cairn_ino_t *inos;
-	size_t n, cap;
-	int err;
-};
-
-static int collect(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
-		   uint64_t next)
-{
-	struct namelist *l = ctx;
-
-	(void)dtype;
-	(void)next;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 32;
-		char **nn = realloc(l->names, cap * sizeof(*nn));
-		cairn_ino_t *ni;
-
-		if (!nn)
-			goto nomem;
-		l->names = nn;
-		ni = realloc(l->inos, cap * sizeof(*ni));
-		if (!ni)
-			goto nomem;
-		l->inos = ni;
-		l->cap = cap;
-	}
-	l->names[l->n] = strndup(name, len);
-	if (!l->names[l->n])
-		goto nomem;
-	l->inos[l->n++] = ino;
-	return 0;
-nomem:
-	l->err = -ENOMEM;
-	return 1;
-}
-
+/* The names are read whole first, so no readdir stays open while the
+ * subdirectories are extracted. */
 static void extract_dir(struct ex *x, cairn_ino_t dir, int dirfd, const char *rel, int depth)
 {
-	struct namelist l = { 0 };
-	int rc = cairn_image_readdir(x->img, dir, 0, collect, &l);
+	struct cairn_dirent *de;
+	ssize_t n = cairn_image_readdir_alloc(x->img, dir, 0, 0, &de);
 
-	if (!rc)
-		rc = l.err;
-	if (rc)
-		ex_fail(x, rel[0] ? rel : ".", rc);
-	for (size_t i = 0; i < l.n; i++)
-		extract_entry(x, dirfd, rel, l.names[i], l.inos[i], depth);
-	for (size_t i = 0; i < l.n; i++)
-		free(l.names[i]);
-	free(l.names);
-	free(l.inos);
+	if (n < 0)
+		ex_fail(x, rel[0] ? rel : ".", (int)n);
+	for (ssize_t i = 0; i < n; i++)
+		extract_entry(x, dirfd, rel, de[i].name, de[i].ino, depth);
+	free(de);
 }
 
 /* The image directory to extract: the root, or path (symlinks followed). It

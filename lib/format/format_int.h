@@ -56,6 +56,15 @@ static inline uint64_t cairn_format_super_csum(const struct cairn_disk_super *s)
 	return XXH3_64bits(&t, sizeof(t));
 }
 
+/* record_hash of a verity record: its hash with record_hash zero. */
+static inline uint64_t cairn_format_verity_csum(const struct cairn_disk_verity_super *v)
+{
+	struct cairn_disk_verity_super t = *v;
+
+	t.record_hash = 0;
+	return XXH3_64bits(&t, sizeof(t));
+}
+
 /* The dirent type byte for an inode of this mode (its DT_* value). Modes the
  * format does not know give DT_UNKNOWN, which the reader refuses. */
 static inline uint8_t cairn_format_dtype(uint32_t mode)

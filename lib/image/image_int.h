@@ -31,6 +31,8 @@ struct cairn_image {
 	pthread_mutex_t why_lock;
 	atomic_int has_why;
 	char why[192];
+	struct cairn_profile *profile;   /* owned; NULL unless one was loaded (profile.c) */
+	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
 };
 
 /* An inode in host byte order, checked by inode_load() for every bound that can
@@ -70,6 +72,20 @@ int cairn_image_extent_load(struct cairn_image *img, uint64_t idx, const struct 
 			    struct cairn_disk_extent *out);
 /* Verifies metadata block b (index in the region) now, whether or not it was before. */
 int cairn_image_verify_block(struct cairn_image *img, uint64_t b);
+
+/* Calls fn(ctx, file_off, disk_off, len) for each piece of [off, off+len) of
+ * regular file r (inode ino) stored on the device, in file order; holes and
+ * inline data have none. Stops at and returns fn's first non-zero value. */
+int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
+		    uint64_t off, uint64_t len, cairn_range_cb fn, void *ctx);
+
+/* profile.c: the ranges of a learned profile, in place of the hot prefix. */
+void cairn_profile_free(struct cairn_profile *p);
+uint64_t cairn_profile_bytes(const struct cairn_profile *p);
+void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p);
+int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn,
+			 void *ctx);
+int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino); /* hot ranges? */
 
 static inline int cairn_add_ok(uint64_t a, uint64_t b, uint64_t limit)
 {

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Opening an image by path: builds the device stack
- *   file -> [offset] -> [fault] -> [delay] -> stats -> [qcow2] -> cache -> image
+ *   file -> [offset] -> [fault] -> [delay] -> stats -> [qcow2] -> [verify] -> cache
+ *   -> image
  * from cairn_open_opts, as the CLI and the mount do. Each wrapper takes the
  * device below it on success; on failure we close what we built so far.
  * qcow2 sits above delay and stats: the emulated disk is the file, so its L2
  * table reads pay the delay and count as device requests like any other read.
+ * verify sits right under the cache (over a disk cache or http device, when
+ * those come): bytes are checked once, as they enter the cache.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -126,6 +129,61 @@ static int new_cache(struct cairn_bdev *dev, const struct cairn_open_opts *o, ch
 	return rc;
 }
 
+/* Puts the verify device over *dev (the bytes of a cairn image) unless turned
+ * off. An image without digests goes on without one, unless a root was pinned
+ * (verify refuses that). -EMEDIUMTYPE: *dev holds a qcow2 file. */
+static int wrap_verify(const struct cairn_open_opts *o, char *why, size_t why_len,
+		       struct cairn_bdev **dev)
+{
+	struct cairn_bdev *v = NULL;
+	int rc = cairn_bdev_verify_new(*dev, &o->verify, why, why_len, &v);
+
+	if (rc == -ENODATA) {
+		why[0] = '\0';
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	*dev = v;
+	return 0;
+}
+
+/* The verify device's open read (block 0, the table, the start of the
+ * metadata) goes into the cache, so a verified open costs no request more. */
+static void prime_from_verify(struct cairn_cache *c)
+{
+	void *head;
+	size_t len;
+
+	if (cairn_bdev_verify_take_head(cairn_cache_bdev(c), &head, &len))
+		return;
+	cairn_cache_prime(c, head, len, 0);
+	free(head);
+}
+
+/* The verified stack: the verify device's first read (block 0 and the table)
+ * also tells a qcow2 file apart, so that costs no request of its own. Takes dev. */
+static int open_verified(const char *path, const struct cairn_open_opts *o, char *why,
+			 size_t why_len, struct cairn_bdev *dev, struct cairn_cache **out)
+{
+	int rc = wrap_verify(o, why, why_len, &dev);
+
+	if (rc == -EMEDIUMTYPE) {
+		why[0] = '\0';
+		rc = wrap_qcow2(path, o, why, why_len, &dev);
+		if (!rc)
+			rc = wrap_verify(o, why, why_len, &dev);
+	}
+	if (rc < 0) {
+		cairn_bdev_close(dev);
+		return rc;
+	}
+	rc = new_cache(dev, o, why, why_len, out);
+	if (!rc)
+		prime_from_verify(*out);
+	return rc;
+}
+
 /* The cache over dev, or over the qcow2 view of dev when it holds a qcow2 file.
  * The magic is read through a first cache: for a raw image that read is the
  * segment the superblock (and the metadata after it) is read from next, so
@@ -179,7 +237,10 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 	rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
 	if (rc < 0)
 		return rc;
-	rc = open_cache(path, opts, why, why_len, dev, &cache);
+	if (opts->verify.off)
+		rc = open_cache(path, opts, why, why_len, dev, &cache);
+	else
+		rc = open_verified(path, opts, why, why_len, dev, &cache);
 	if (rc < 0)
 		return rc;
 	rc = cairn_image_open_ex(cache, why, why_len, &img);
@@ -204,6 +265,21 @@ int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_count
 	if (!img->stats_dev)
 		return -ENOENT;
 	return cairn_bdev_stats_get(img->stats_dev, out);
+}
+
+int cairn_image_root_digest(struct cairn_image *img, uint8_t out[CAIRN_DIGEST_LEN])
+{
+	uint8_t block0[CAIRN_BLOCK_SIZE];
+	int rc;
+
+	if (!(img->compat & CAIRN_COMPAT_VERITY))
+		return -ENODATA;
+	if (!cairn_bdev_verify_root(cairn_cache_bdev(img->cache), out))
+		return 0;
+	rc = cairn_image_dev_read(img, block0, sizeof(block0), 0, NULL);
+	if (!rc)
+		cairn_sha256(block0, sizeof(block0), out);
+	return rc;
 }
 
 struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img)

@@ -400,7 +400,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
 		return BAD("not a cairn image (bad magic)");
-	if (cairn_le16(s->version_major) != CAIRN_VERSION_MAJOR)
+	if (cairn_le16(s->version_major) != CAIRN_FORMAT_VERSION_MAJOR)
 		return why_fail(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));
 	if (cairn_format_super_csum(s) != cairn_le64(s->super_hash))
@@ -517,6 +517,7 @@ void cairn_image_close(struct cairn_image *img)
 {
 	if (!img)
 		return;
+	cairn_profile_free(img->profile);
 	cairn_cache_free(img->cache);
 	pthread_mutex_destroy(&img->why_lock);
 	free((void *)img->verified);
@@ -960,14 +961,86 @@ int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *
 	return 0;
 }
 
+int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
+		    uint64_t off, uint64_t len, cairn_range_cb fn, void *ctx)
+{
+	struct cairn_disk_extent x;
+	uint64_t end, i, prev_end = 0;
+	int rc;
+
+	if (r->flags & CAIRN_IF_INLINE || off >= r->size || !len)
+		return 0;
+	end = len > r->size - off ? r->size : off + len;
+	if (!(r->flags & CAIRN_IF_EXTENTS))
+		return fn(ctx, off, r->data_ref + off, end - off);
+	rc = extent_find(img, r, off, &i);
+	for (; !rc && i < r->data_count; i++) {
+		uint64_t lo, hi;
+
+		rc = cairn_image_extent_load(img, r->data_ref + i, r, &x);
+		if (rc || x.file_off >= end)
+			break;
+		if (x.file_off < prev_end)
+			return cairn_image_corrupt(img, "inode %llu: extents overlap or are unsorted",
+						   (unsigned long long)ino);
+		prev_end = x.file_off + x.len;
+		lo = x.file_off > off ? x.file_off : off;
+		hi = prev_end < end ? prev_end : end;
+		if (lo < hi)
+			rc = fn(ctx, lo, x.disk_off + (lo - x.file_off), hi - lo);
+	}
+	return rc;
+}
+
 static int has_hot_prefix(const struct cairn_image *img)
 {
 	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;
 }
 
+/* Hot data is kept: a push into the page cache may still read it, and reading
+ * it again would cost the request the prefetch saved. */
+static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
+{
+	struct cairn_image *img = ctx;
+	uint64_t end = disk_off + len, lo = disk_off;
+
+	(void)file_off;
+	if (img->keep_hot && !img->profile && has_hot_prefix(img)) {
+		uint64_t hot_end = img->hot_off + img->hot_len;
+
+		if (disk_off < img->hot_off) /* the part before the prefix */
+			cairn_cache_delivered(img->cache, disk_off,
+					      (end < img->hot_off ? end : img->hot_off) - disk_off);
+		lo = hot_end > disk_off ? hot_end : disk_off; /* and after it */
+	}
+	if (lo < end)
+		cairn_cache_delivered(img->cache, lo, end - lo);
+	return 0;
+}
+
+void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			   uint64_t len)
+{
+	struct cairn_rinode r;
+
+	if ((!img->keep_hot || !img->profile || !cairn_profile_has(img->profile, ino)) &&
+	    load_regular(img, ino, &r) == 0)
+		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
+}
+
+uint64_t cairn_image_hot_bytes(const struct cairn_image *img)
+{
+	if (img->profile)
+		return cairn_profile_bytes(img->profile);
+	return has_hot_prefix(img) ? img->hot_len : 0;
+}
+
 void cairn_image_prefetch_hot(struct cairn_image *img)
 {
-	if (has_hot_prefix(img))
+	img->keep_hot = 1;
+	if (img->profile)
+		cairn_profile_prefetch(img, img->profile);
+	else if (has_hot_prefix(img))
 		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
 }
 
@@ -977,17 +1050,18 @@ struct hot_piece {
 };
 
 struct hot_list {
+	const struct cairn_image *img;
 	struct hot_piece *v;
 	size_t n, cap;
 };
 
 /* Adds the part of a mapping (file_off -> disk_off, len bytes) that lies in the
- * hot prefix, if any. */
-static int hot_add(const struct cairn_image *img, struct hot_list *l, uint64_t file_off,
-		   uint64_t disk_off, uint64_t len)
+ * hot prefix, if any (a cairn_image_map() callback). */
+static int hot_add(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
 {
-	uint64_t hot_end = img->hot_off + img->hot_len;
-	uint64_t lo = disk_off > img->hot_off ? disk_off : img->hot_off;
+	struct hot_list *l = ctx;
+	uint64_t hot_end = l->img->hot_off + l->img->hot_len;
+	uint64_t lo = disk_off > l->img->hot_off ? disk_off : l->img->hot_off;
 	uint64_t hi = disk_off + len < hot_end ? disk_off + len : hot_end;
 
 	if (lo >= hi)
@@ -1034,24 +1108,17 @@ static int hot_emit(struct hot_piece *p, size_t n, cairn_range_cb fn, void *ctx)
 int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
 			   void *ctx)
 {
-	struct hot_list l = { NULL, 0, 0 };
-	struct cairn_disk_extent x;
+	struct hot_list l = { img, NULL, 0, 0 };
 	struct cairn_rinode r;
 	int rc;
 
+	if (img->profile)
+		return cairn_profile_ranges(img->profile, ino, fn, ctx);
 	if (!has_hot_prefix(img))
 		return 0;
 	rc = load_regular(img, ino, &r);
-	if (rc || r.flags & CAIRN_IF_INLINE || r.size == 0)
-		return rc;
-	if (!(r.flags & CAIRN_IF_EXTENTS))
-		rc = hot_add(img, &l, 0, r.data_ref, r.size); /* one contiguous mapping */
-	else
-		for (uint64_t i = 0; !rc && i < r.data_count; i++) {
-			rc = cairn_image_extent_load(img, r.data_ref + i, &r, &x);
-			if (!rc)
-				rc = hot_add(img, &l, x.file_off, x.disk_off, x.len);
-		}
+	if (!rc)
+		rc = cairn_image_map(img, ino, &r, 0, r.size, hot_add, &l);
 	if (!rc && l.n)
 		rc = hot_emit(l.v, l.n, fn, ctx);
 	free(l.v);

@@ -393,6 +393,11 @@ int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out)
 	struct cairn_mkfs *m = calloc(1, sizeof(*m));
 
 	*out = NULL;
+	if (o->granule_shift && (o->granule_shift < CAIRN_VERITY_SHIFT_MIN ||
+				 o->granule_shift > CAIRN_VERITY_SHIFT_MAX)) {
+		free(m);
+		return -EINVAL;
+	}
 	if (!m)
 		return -ENOMEM;
 	m->o = *o;

@@ -125,6 +125,18 @@ struct cairn_mkfs {
 	size_t xbuf_cap;
 };
 
+/* Positioned IO that retries partial transfers and EINTR (write.c). */
+int mk_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
+int mk_pread_full(int fd, void *p, size_t n, uint64_t off);
+
+/* Verification (verity.c): the digest table's length for an image of at most
+ * `rest` bytes after it (0 when the options turn verification off), and the
+ * writer of the table and the verity record, run on the finished image; it
+ * sets stats.root. */
+uint64_t mk_verity_table_len(const struct cairn_mkfs *m, uint64_t rest);
+int mk_verity_write(struct cairn_mkfs *m, int fd, const char *name, uint64_t image_size,
+		    uint64_t table_len);
+
 int mk_err(struct cairn_mkfs *m, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static inline struct mk_inode *mk_ino(struct cairn_mkfs *m, uint32_t i)

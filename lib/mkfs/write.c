@@ -36,6 +36,7 @@ struct layout {
 	uint64_t xattr_count, extent_count;
 	uint64_t inode_off, dirent_off, xattr_off, extent_off, blob_off;
 	uint64_t meta_off, meta_len, csum_off, data_off, cursor, hot_len;
+	uint64_t table_len;       /* verity digest table at 4096 (0: none) */
 	uint64_t done, total, reported;
 	char *buf, *buf2;
 	struct mk_vec hot;       /* struct mk_hot: the hot prefix in order (order.c) */
@@ -254,6 +255,27 @@ static int build_blob(struct layout *l)
 }
 
 /* Table offsets; every table starts on a 4 KiB boundary. */
+/* An upper bound of the image bytes after the digest table, known before the
+ * data is written: every non-inline file 4 KiB-aligned, one spare block per
+ * extent and hot piece (sharing only makes the image smaller). */
+static uint64_t verity_bound(struct layout *l)
+{
+	struct cairn_mkfs *m = l->m;
+	uint64_t meta = (uint64_t)l->by_ino.n * CAIRN_INODE_SIZE + l->dirents.n * CAIRN_DIRENT_SIZE +
+			l->xent.n * CAIRN_XATTR_SIZE + l->blob.n + 6 * CAIRN_BLOCK_SIZE;
+	uint64_t n = meta + meta / CAIRN_BLOCK_SIZE * 8 + CAIRN_BLOCK_SIZE + l->hot.n * CAIRN_BLOCK_SIZE;
+
+	for (uint64_t i = 1; i < l->by_ino.n; i++) {
+		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
+
+		if (!S_ISREG(in->mode) || (in->flags & CAIRN_IF_INLINE))
+			continue;
+		n += MK_ALIGN(in->size) + ((uint64_t)in->ext_n + 1) * CAIRN_BLOCK_SIZE;
+		n += (uint64_t)in->ext_n * CAIRN_EXTENT_SIZE;
+	}
+	return n;
+}
+
 static void place_tables(struct layout *l)
 {
 	struct cairn_mkfs *m = l->m;
@@ -268,7 +290,8 @@ static void place_tables(struct layout *l)
 			l->extent_count += in->ext_n;
 		}
 	}
-	l->meta_off = CAIRN_BLOCK_SIZE;
+	l->table_len = mk_verity_table_len(m, verity_bound(l));
+	l->meta_off = CAIRN_BLOCK_SIZE + l->table_len;
 	l->inode_off = l->meta_off;
 	l->dirent_off = MK_ALIGN(l->inode_off + (uint64_t)l->by_ino.n * CAIRN_INODE_SIZE);
 	l->xattr_off = MK_ALIGN(l->dirent_off + l->dirents.n * CAIRN_DIRENT_SIZE);
@@ -281,7 +304,7 @@ static void place_tables(struct layout *l)
 
 /* ---- data ---- */
 
-static int pwrite_full(int fd, const void *p, size_t n, uint64_t off)
+int mk_pwrite_full(int fd, const void *p, size_t n, uint64_t off)
 {
 	while (n) {
 		ssize_t w = pwrite(fd, p, n, (off_t)off);
@@ -296,7 +319,7 @@ static int pwrite_full(int fd, const void *p, size_t n, uint64_t off)
 	return 0;
 }
 
-static int pread_full(int fd, void *p, size_t n, uint64_t off)
+int mk_pread_full(int fd, void *p, size_t n, uint64_t off)
 {
 	while (n) {
 		ssize_t r = pread(fd, p, n, (off_t)off);
@@ -342,7 +365,7 @@ static int copy_range(struct layout *l, int src, const char *path, uint64_t src_
 			return mk_err(l->m, -EIO, "%s: file shrank while reading", path);
 		if (hs)
 			XXH3_64bits_update(hs, l->buf, (size_t)r);
-		int rc = pwrite_full(l->fd, l->buf, (size_t)r, disk_off + pos);
+		int rc = mk_pwrite_full(l->fd, l->buf, (size_t)r, disk_off + pos);
 		if (rc)
 			return write_err(l, rc);
 		pos += (uint64_t)r;
@@ -357,7 +380,7 @@ static int hash_range(struct layout *l, int src, const char *path, uint64_t src_
 {
 	for (uint64_t pos = 0; pos < len;) {
 		size_t want = len - pos < COPY_BUF ? (size_t)(len - pos) : COPY_BUF;
-		int rc = pread_full(src, l->buf, want, src_off + pos);
+		int rc = mk_pread_full(src, l->buf, want, src_off + pos);
 		if (rc)
 			return mk_err(l->m, rc, "%s: read: %s", path,
 				      rc == -ENODATA ? "file shrank while reading" : strerror(-rc));
@@ -412,9 +435,9 @@ static int dup_eq(void *ctx, uint64_t val)
 		return 0;
 	for (uint64_t pos = 0; pos < o->size;) {
 		size_t n = o->size - pos < COPY_BUF ? (size_t)(o->size - pos) : COPY_BUF;
-		int rc = pread_full(k->l->fd, k->l->buf, n, o->data_ref + pos);
+		int rc = mk_pread_full(k->l->fd, k->l->buf, n, o->data_ref + pos);
 		if (!rc)
-			rc = pread_full(k->l->fd, k->l->buf2, n, k->off + pos);
+			rc = mk_pread_full(k->l->fd, k->l->buf2, n, k->off + pos);
 		if (rc) {
 			k->err = rc;
 			return 0;
@@ -622,7 +645,7 @@ static void meta_flush(struct meta_out *w)
 		return;
 	cairn_format_csum_fill(w->csum + w->block, w->buf, w->fill / CAIRN_BLOCK_SIZE);
 	w->block += w->fill / CAIRN_BLOCK_SIZE;
-	w->rc = pwrite_full(w->l->fd, w->buf, w->fill, w->off);
+	w->rc = mk_pwrite_full(w->l->fd, w->buf, w->fill, w->off);
 	w->off += w->fill;
 	w->fill = 0;
 }
@@ -747,9 +770,11 @@ static int write_meta(struct layout *l, uint64_t image_size)
 		compat |= CAIRN_COMPAT_HOT_PREFIX;
 	if (l->extent_count || m->stats.sparse_files)
 		incompat |= CAIRN_INCOMPAT_EXTENTS;
+	if (l->table_len)
+		compat |= CAIRN_COMPAT_VERITY;
 	memcpy(s->magic, CAIRN_MAGIC_BYTES, 8);
-	s->version_major = cairn_le16(CAIRN_VERSION_MAJOR);
-	s->version_minor = cairn_le16(CAIRN_VERSION_MINOR);
+	s->version_major = cairn_le16(CAIRN_FORMAT_VERSION_MAJOR);
+	s->version_minor = cairn_le16(CAIRN_FORMAT_VERSION_MINOR);
 	s->block_size = cairn_le32(CAIRN_BLOCK_SIZE);
 	s->compat = cairn_le32(compat);
 	s->incompat = cairn_le32(incompat);
@@ -787,8 +812,8 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	s->data_bytes = cairn_le64(m->stats.data_bytes);
 	s->super_hash = cairn_le64(cairn_format_super_csum(s));
 
-	if ((rc = pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
-	    (rc = pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
+	if ((rc = mk_pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
+	    (rc = mk_pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
 		rc = write_err(l, rc);
 out:
 	free(csum);
@@ -824,7 +849,7 @@ static int start_output(struct layout *l)
 	if (!l->blkdev)
 		return ftruncate(l->fd, 0) ? -errno : 0;
 	memset(l->buf, 0, CAIRN_BLOCK_SIZE);
-	return pwrite_full(l->fd, l->buf, CAIRN_BLOCK_SIZE, 0);
+	return mk_pwrite_full(l->fd, l->buf, CAIRN_BLOCK_SIZE, 0);
 }
 
 int mk_write(struct cairn_mkfs *m, int fd, const char *name)
@@ -871,6 +896,9 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 		rc = write_err(&l, -errno);
 		goto out;
 	}
+	/* Last: the digests cover the finished bytes, block 0 included. */
+	if (l.table_len && (rc = mk_verity_write(m, fd, l.name, image_size, l.table_len)))
+		goto out;
 	m->stats.image_size = image_size;
 	m->stats.meta_len = l.meta_len;
 	m->stats.data_len = image_size - l.data_off;

@@ -11,67 +11,28 @@
  * a node's layers only ever gain an upper inode, published atomically). A file's
  * copy-up copies its data without it too (copyup.c): only users of that file
  * wait, and a rename that meets one starts over once it is done.
+ *
+ * Here: lookups, attributes, creating and removing names, file IO and xattrs.
+ * The merged view of one name is merge.c's, listings readdir.c's, renames
+ * rename.c's, and copying from the image copy.c's and copyup.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <unistd.h>
 #include "ns_internal.h"
 
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
-
-#define NAME_MAX_LEN 255
-#define LOWER_COOKIE (1ull << 62)
 
 /* ---- small helpers ---- */
 
-static int is_whiteout(const struct cairn_stat *st)
-{
-	return (st->mode & S_IFMT) == S_IFCHR && st->rdev == 0;
-}
-
-/* Whether n may change: everything in an overlay or RAM-only namespace, only the
- * RAM subtrees otherwise. */
-static int writable(const struct cairn_ns *ns, const struct ns_node *n)
-{
-	return ns->overlay || n->tmp;
-}
-
-static int is_tmp_root(const struct cairn_ns *ns, cairn_ino_t upper)
+int ns_is_tmp_root(const struct cairn_ns *ns, cairn_ino_t upper)
 {
 	for (size_t i = 0; i < ns->n_tmp_roots; i++)
 		if (ns->tmp_roots[i] == upper)
 			return 1;
 	return 0;
-}
-
-/* A directory's layers as seen at one moment. */
-struct dsnap {
-	int has_lower, has_upper, opaque;
-	cairn_ino_t lower, upper;
-};
-
-static void snap_dir(struct cairn_ns *ns, struct ns_node *d, struct dsnap *s)
-{
-	s->has_upper = ns_has_upper(d);
-	s->upper = s->has_upper ? d->upper : 0;
-	s->has_lower = d->has_lower;
-	s->lower = d->lower;
-	s->opaque = s->has_upper && (ns_set_has(&ns->opaque, s->upper) || d->tmp);
-}
-
-/* Does the image show through below an upper directory? */
-static int merged(const struct dsnap *s)
-{
-	return s->has_lower && !s->opaque;
 }
 
 /* An image file some of whose names are gone shows the links it has left.
@@ -90,7 +51,7 @@ static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *
 	int up = ns_has_upper(n);
 	int rc;
 
-	if (up && (writable(ns, n) || !n->has_lower)) {
+	if (up && (ns_writable(ns, n) || !n->has_lower)) {
 		rc = cairn_ramfs_getattr(ns->ram, n->upper, st);
 	} else {
 		rc = cairn_image_stat(ns->img, n->lower, st);
@@ -107,8 +68,8 @@ static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *
 	st->ino = n->st_ino;
 	/* A merged directory's link count is unknown without a full listing; 1 tells
 	 * find(1) not to count subdirectories, as overlayfs does. */
-	if (S_ISDIR(st->mode) && up && n->has_lower && !ns_set_has(&ns->opaque, n->upper) &&
-	    writable(ns, n))
+	if (S_ISDIR(st->mode) && up && n->has_lower && ns_writable(ns, n) &&
+	    !ns_upper_hides(ns, n->upper, locked))
 		st->nlink = 1;
 	return 0;
 }
@@ -119,94 +80,31 @@ static int node_stat(struct cairn_ns *ns, struct ns_node *n, struct cairn_stat *
 static void fill_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_entry *e)
 {
 	e->node = ns_node_id(ns, n);
-	e->flags = writable(ns, n) ? 0 : CAIRN_NS_E_IMMUTABLE;
+	e->flags = ns_writable(ns, n) ? 0 : CAIRN_NS_E_IMMUTABLE;
 	if (ns->overlay && !ns_has_upper(n) && ns_link_group(&e->st))
 		e->flags |= CAIRN_NS_E_VOLATILE;
 }
 
-static int check_name(const char *name, size_t len)
+int ns_check_name(const char *name, size_t len)
 {
-	if (len > NAME_MAX_LEN)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	if (!len || memchr(name, '/', len))
 		return -EINVAL;
 	return 0;
 }
 
-/* One name in a merged directory. */
-struct mentry {
-	int in_upper, whiteout, in_lower;
-	struct cairn_stat ust;          /* upper attributes (ref dropped) */
-	cairn_ino_t lower;
-	uint32_t lower_mode;
-};
-
-static int find_entry(struct cairn_ns *ns, const struct dsnap *d, const char *name, size_t len,
-		      struct mentry *m)
+/* The inode number users see for a RAM inode no image object is merged with:
+ * the image's for a copy-up (its origin), else the RAM number past the image's. */
+uint64_t ns_upper_st_ino(struct cairn_ns *ns, cairn_ino_t up)
 {
-	int rc;
+	uint64_t origin;
 
-	memset(m, 0, sizeof(*m));
-	if (d->has_upper) {
-		rc = cairn_ramfs_lookup(ns->ram, d->upper, name, len, &m->ust);
-		if (rc == 0) {
-			cairn_ramfs_forget(ns->ram, m->ust.ino, 1);
-			if (is_whiteout(&m->ust))
-				m->whiteout = 1;
-			else
-				m->in_upper = 1;
-		} else if (rc != -ENOENT) {
-			return rc;
-		}
-	}
-	if (!m->in_upper && !m->whiteout && merged(d)) {
-		struct cairn_stat ls;
-
-		rc = cairn_image_lookup(ns->img, d->lower, name, len, &m->lower);
-		if (rc == 0)
-			rc = cairn_image_stat(ns->img, m->lower, &ls);
-		if (rc == 0) {
-			m->in_lower = 1;
-			m->lower_mode = ls.mode;
-		} else if (rc != -ENOENT) {
-			return rc;
-		}
-	} else if ((m->in_upper || m->whiteout) && merged(d)) {
-		/* Whether the image has the name too: removing it needs a whiteout. */
-		rc = cairn_image_lookup(ns->img, d->lower, name, len, &m->lower);
-		if (rc == 0) {
-			struct cairn_stat ls;
-
-			rc = cairn_image_stat(ns->img, m->lower, &ls);
-			if (rc)
-				return rc;
-			m->in_lower = 1;
-			m->lower_mode = ls.mode;
-		} else if (rc != -ENOENT) {
-			return rc;
-		}
-	}
-	return 0;
-}
-
-static int entry_exists(const struct mentry *m)
-{
-	return m->in_upper || (m->in_lower && !m->whiteout);
-}
-
-static uint32_t entry_mode(const struct mentry *m)
-{
-	return m->in_upper ? m->ust.mode : m->lower_mode;
-}
-
-static int make_whiteout(struct cairn_ns *ns, cairn_ino_t dir, const char *name, size_t len)
-{
-	struct cairn_stat st;
-	int rc = cairn_ramfs_mknod(ns->ram, dir, name, len, NS_WHITEOUT_MODE, 0, NULL, &st);
-
-	if (rc == 0)
-		cairn_ramfs_forget(ns->ram, st.ino, 1);
-	return rc;
+	if (ns->img && ns->overlay &&
+	    cairn_ramfs_getxattr(ns->ram, up, NS_XATTR_ORIGIN, &origin, sizeof(origin)) ==
+		    sizeof(origin))
+		return origin;
+	return up + ns->ino_offset;
 }
 
 /* Make a node for a looked-up or created object, or find the one standing for it.
@@ -241,15 +139,8 @@ static int get_node(struct cairn_ns *ns, struct ns_node *parent, const char *nam
 		n->upper = up->ino;
 		n->has_upper = 1;
 	}
-	n->tmp = parent->tmp || (up && is_tmp_root(ns, up->ino));
-	n->st_ino = has_lower ? lower : up->ino + ns->ino_offset;
-	if (!has_lower && ns->img && ns->overlay) {
-		uint64_t origin;
-
-		if (cairn_ramfs_getxattr(ns->ram, up->ino, NS_XATTR_ORIGIN, &origin,
-					 sizeof(origin)) == sizeof(origin))
-			n->st_ino = origin;
-	}
+	n->tmp = parent->tmp || (up && ns_is_tmp_root(ns, up->ino));
+	n->st_ino = has_lower ? lower : ns_upper_st_ino(ns, up->ino);
 	ns_node_add(ns, n, share_lower);
 	*out = n;
 	return 0;
@@ -275,60 +166,36 @@ int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t 
 		    struct cairn_ns_entry *e)
 {
 	struct ns_node *d, *n;
-	struct dsnap s;
-	struct cairn_stat ust;
-	int rc, have_up = 0, have_low = 0, share = 1;
-	cairn_ino_t lower = 0;
-	uint32_t mode = 0;
+	struct ns_dsnap s;
+	struct ns_mentry m;
+	int rc, have_low, share;
 
 	memset(e, 0, sizeof(*e));
-	if (len > NAME_MAX_LEN)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_mutex_lock(&ns->lock);
 	d = ns_node_get(ns, dir);
-	snap_dir(ns, d, &s);
-	if (!writable(ns, d))
+	ns_snap_dir(ns, d, &s);
+	if (!ns_writable(ns, d))
 		e->flags = CAIRN_NS_E_IMMUTABLE;
 	pthread_mutex_unlock(&ns->lock);
 	if (d->type != S_IFDIR)
 		return -ENOTDIR;
 
-	if (s.has_upper) {
-		rc = cairn_ramfs_lookup(ns->ram, s.upper, name, len, &ust);
-		if (rc == 0 && is_whiteout(&ust)) {
-			cairn_ramfs_forget(ns->ram, ust.ino, 1);
-			return -ENOENT;
-		}
-		if (rc && rc != -ENOENT)
-			return rc;
-		if (rc == 0) {
-			have_up = 1;
-			mode = ust.mode;
-		}
-	}
-	if (merged(&s) && (!have_up || (S_ISDIR(mode) && !ns_set_has(&ns->opaque, ust.ino) &&
-					!is_tmp_root(ns, ust.ino)))) {
-		struct cairn_stat ls;
-
-		rc = cairn_image_lookup(ns->img, s.lower, name, len, &lower);
-		if (rc == 0)
-			rc = cairn_image_stat(ns->img, lower, &ls);
-		if (rc == 0 && (!have_up || S_ISDIR(ls.mode))) {
-			have_low = 1;
-			share = S_ISDIR(ls.mode) || ls.nlink <= 1;
-			if (!have_up)
-				mode = ls.mode;
-		} else if (rc && rc != -ENOENT) {
-			if (have_up)
-				cairn_ramfs_forget(ns->ram, ust.ino, 1);
-			return rc;
-		}
-	}
-	if (!have_up && !have_low)
+	/* The layers' IO without the lock; the upper entry keeps its reference
+	 * for the node. Below an upper entry only an image directory shows. */
+	rc = ns_find_entry(ns, &s, name, len, NS_FIND_KEEP_REF, &m);
+	if (rc)
+		return rc;
+	if (!ns_entry_exists(&m))
 		return -ENOENT;
+	have_low = m.in_lower && (!m.in_upper || S_ISDIR(m.lower_mode));
+	/* One name of an image file with several is a node of its own. */
+	share = m.in_upper || S_ISDIR(m.lower_mode) || m.lower_nlink <= 1;
 
 	pthread_mutex_lock(&ns->lock);
-	rc = get_node(ns, d, name, len, have_up ? &ust : NULL, have_low, lower, mode, share, &n);
+	rc = get_node(ns, d, name, len, m.in_upper ? &m.ust : NULL, have_low, m.lower,
+		      ns_entry_mode(&m), share, &n);
 	if (rc == 0)
 		rc = give_entry(ns, n, e);
 	pthread_mutex_unlock(&ns->lock);
@@ -360,18 +227,25 @@ int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *
 	return rc;
 }
 
-/* Make n changeable: -EROFS where the namespace is read-only, else copy it up
- * with its data below `keep` (a truncation needs no more). */
-static int prep_write_keep(struct cairn_ns *ns, struct ns_node *n, uint64_t keep)
+int ns_prep_write(struct cairn_ns *ns, struct ns_node *n, uint64_t keep)
 {
-	if (!writable(ns, n))
+	if (!ns_writable(ns, n))
 		return -EROFS;
 	return ns_copy_up(ns, n, keep, 1);
 }
 
 static int prep_write(struct cairn_ns *ns, struct ns_node *n)
 {
-	return prep_write_keep(ns, n, NS_KEEP_ALL);
+	return ns_prep_write(ns, n, NS_KEEP_ALL);
+}
+
+/* What the kernel's file_remove_privs() and ATTR_KILL_PRIV do beside clearing
+ * set-user-ID (which the RAM fs does): a change to a file's data or owner drops
+ * its file capabilities, so a modified binary keeps no privilege. For every
+ * caller of the namespace, not only a FUSE kernel that asks the daemon to. */
+static void kill_priv(struct cairn_ns *ns, cairn_ino_t up)
+{
+	cairn_ramfs_removexattr(ns->ram, up, "security.capability"); /* mostly -ENODATA */
 }
 
 int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_setattr *sa,
@@ -382,11 +256,14 @@ int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_seta
 
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_lock(&ns->lock);
-	rc = prep_write_keep(ns, n, (sa->valid & CAIRN_SET_SIZE) ? sa->size : NS_KEEP_ALL);
+	rc = ns_prep_write(ns, n, (sa->valid & CAIRN_SET_SIZE) ? sa->size : NS_KEEP_ALL);
 	pthread_mutex_unlock(&ns->lock);
 	if (rc)
 		return rc;
 	rc = cairn_ramfs_setattr(ns->ram, n->upper, sa, cred, &e->st);
+	if (!rc && (sa->valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) &&
+	    S_ISREG(e->st.mode))
+		kill_priv(ns, n->upper);
 	if (!rc)
 		rc = node_stat(ns, n, &e->st, 0);
 	fill_entry(ns, n, e);
@@ -409,15 +286,21 @@ static int do_create(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 		     const struct create_args *a, struct cairn_ns_entry *e)
 {
 	struct ns_node *d = ns_node_get(ns, dir), *n;
-	struct dsnap s;
-	struct mentry m;
+	struct ns_dsnap s;
+	struct ns_mentry m;
 	struct cairn_stat st;
-	int rc = check_name(name, len);
+	char *tmp_name = NULL;
+	int rc = ns_check_name(name, len);
 
 	memset(e, 0, sizeof(*e));
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&ns->lock);
+	/* Naming an O_TMPFILE node: its name is made before anything changes. */
+	if (a->kind == C_LINK && a->src->name_len == 0 && !(tmp_name = ns_name_dup(name, len))) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	if (d->type != S_IFDIR) {
 		rc = -ENOTDIR;
 		goto out;
@@ -427,11 +310,11 @@ static int do_create(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 		rc = prep_write(ns, a->src);
 	if (rc)
 		goto out;
-	snap_dir(ns, d, &s);
-	rc = find_entry(ns, &s, name, len, &m);
+	ns_snap_dir(ns, d, &s);
+	rc = ns_find_entry(ns, &s, name, len, NS_FIND_LOCKED | NS_FIND_HIDDEN, &m);
 	if (rc)
 		goto out;
-	if (entry_exists(&m)) {
+	if (ns_entry_exists(&m)) {
 		rc = -EEXIST;
 		goto out;
 	}
@@ -456,19 +339,22 @@ static int do_create(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 	}
 	if (rc) {
 		if (m.whiteout)
-			make_whiteout(ns, s.upper, name, len); /* best effort: keep it hidden */
+			ns_make_whiteout(ns, s.upper, name, len); /* best effort: keep it hidden */
 		goto out;
 	}
 	/* A directory made where an image entry was deleted must not show it again. */
 	if (m.whiteout && S_ISDIR(st.mode))
 		ns_set_add(&ns->opaque, st.ino);
 	rc = get_node(ns, d, name, len, &st, 0, 0, st.mode, 0, &n);
-	if (rc == 0 && n->name_len == 0) /* an O_TMPFILE node named at last */
-		rc = ns_node_rename(ns, n, d, name, len);
+	if (rc == 0 && n->name_len == 0 && tmp_name) { /* an O_TMPFILE node named at last */
+		ns_node_move(ns, n, d, tmp_name, len);
+		tmp_name = NULL;
+	}
 	if (rc == 0)
 		rc = give_entry(ns, n, e);
 out:
 	pthread_mutex_unlock(&ns->lock);
+	free(tmp_name);
 	return rc;
 }
 
@@ -532,90 +418,12 @@ int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
 
 /* ---- removing names ---- */
 
-/* Is the merged directory (upper `up`, image `low`) empty? Whiteouts don't count. */
-static int dir_empty(struct cairn_ns *ns, int has_up, cairn_ino_t up, int has_low,
-		     cairn_ino_t low)
-{
-	struct ns_dlist l = { 0 };
-	int rc = 0;
-
-	if (has_up) {
-		rc = ns_dlist_read(ns, 1, up, 0, 0, &l);
-		for (size_t i = 0; !rc && i < l.n; i++) {
-			struct cairn_stat st;
-
-			if (l.e[i].dtype != DT_CHR) {
-				rc = -ENOTEMPTY;
-				break;
-			}
-			rc = cairn_ramfs_getattr(ns->ram, l.e[i].ino, &st);
-			if (!rc && !is_whiteout(&st))
-				rc = -ENOTEMPTY;
-		}
-		ns_dlist_free(&l);
-		if (rc)
-			return rc;
-	}
-	if (has_low) {
-		memset(&l, 0, sizeof(l));
-		rc = ns_dlist_read(ns, 0, low, 0, 0, &l);
-		for (size_t i = 0; !rc && i < l.n; i++) {
-			struct cairn_stat st;
-			int r = has_up ? cairn_ramfs_lookup(ns->ram, up, l.e[i].name, l.e[i].len,
-							    &st)
-				       : -ENOENT;
-
-			if (r == 0)
-				cairn_ramfs_forget(ns->ram, st.ino, 1);
-			else if (r == -ENOENT)
-				rc = -ENOTEMPTY; /* an image entry nothing hides */
-			else
-				rc = r;
-		}
-		ns_dlist_free(&l);
-	}
-	return rc;
-}
-
-/* Remove the whiteouts of an upper directory that is about to go away. */
-static int purge_whiteouts(struct cairn_ns *ns, cairn_ino_t up)
-{
-	struct ns_dlist l = { 0 };
-	int rc = ns_dlist_read(ns, 1, up, 0, 0, &l);
-
-	for (size_t i = 0; !rc && i < l.n; i++)
-		rc = cairn_ramfs_unlink(ns->ram, up, l.e[i].name, l.e[i].len);
-	ns_dlist_free(&l);
-	return rc;
-}
-
-/* The layers of a directory entry that is itself a directory. */
-static void entry_dir_layers(struct cairn_ns *ns, const struct mentry *m, int *has_up,
-			     cairn_ino_t *up, int *has_low, cairn_ino_t *low)
-{
-	*has_up = m->in_upper;
-	*up = m->ust.ino;
-	*has_low = m->in_lower && !m->whiteout && S_ISDIR(m->lower_mode) &&
-		   !(m->in_upper && (ns_set_has(&ns->opaque, m->ust.ino) ||
-				     is_tmp_root(ns, m->ust.ino)));
-	*low = m->lower;
-}
-
-/* Image object `lower` loses a name that showed it (ns_link_gone). Lock held. */
-static int lower_name_gone(struct cairn_ns *ns, cairn_ino_t lower)
-{
-	struct cairn_stat ls;
-	int rc = cairn_image_stat(ns->img, lower, &ls);
-
-	return rc ? rc : ns_link_gone(ns, &ls);
-}
-
 static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len, int isdir)
 {
 	struct ns_node *d = ns_node_get(ns, dir);
-	struct dsnap s;
-	struct mentry m;
-	int rc = check_name(name, len);
+	struct ns_dsnap s;
+	struct ns_mentry m;
+	int rc = ns_check_name(name, len);
 
 	if (rc)
 		return rc;
@@ -623,19 +431,19 @@ static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 	rc = prep_write(ns, d);
 	if (rc)
 		goto out;
-	snap_dir(ns, d, &s);
-	rc = find_entry(ns, &s, name, len, &m);
+	ns_snap_dir(ns, d, &s);
+	rc = ns_find_entry(ns, &s, name, len, NS_FIND_LOCKED | NS_FIND_HIDDEN, &m);
 	if (rc)
 		goto out;
-	if (!entry_exists(&m)) {
+	if (!ns_entry_exists(&m)) {
 		rc = -ENOENT;
 		goto out;
 	}
-	if (isdir && !S_ISDIR(entry_mode(&m))) {
+	if (isdir && !S_ISDIR(ns_entry_mode(&m))) {
 		rc = -ENOTDIR;
 		goto out;
 	}
-	if (!isdir && S_ISDIR(entry_mode(&m))) {
+	if (!isdir && S_ISDIR(ns_entry_mode(&m))) {
 		rc = -EISDIR;
 		goto out;
 	}
@@ -643,10 +451,10 @@ static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 		int hu, hl;
 		cairn_ino_t u, l;
 
-		entry_dir_layers(ns, &m, &hu, &u, &hl, &l);
-		rc = dir_empty(ns, hu, u, hl, l);
+		ns_entry_dir_layers(ns, &m, &hu, &u, &hl, &l);
+		rc = ns_dir_empty(ns, hu, u, hl, l);
 		if (!rc && hu)
-			rc = purge_whiteouts(ns, u);
+			rc = ns_purge_whiteouts(ns, u);
 		if (!rc && hu)
 			rc = cairn_ramfs_rmdir(ns->ram, s.upper, name, len);
 		if (!rc && hu)
@@ -655,9 +463,9 @@ static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 		rc = cairn_ramfs_unlink(ns->ram, s.upper, name, len);
 	}
 	if (!rc && m.in_lower && !m.whiteout)
-		rc = make_whiteout(ns, s.upper, name, len);
+		rc = ns_make_whiteout(ns, s.upper, name, len);
 	if (!rc && m.in_lower && !m.whiteout && !m.in_upper)
-		rc = lower_name_gone(ns, m.lower);
+		rc = ns_lower_name_gone(ns, m.lower);
 out:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -673,165 +481,6 @@ int cairn_ns_rmdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t l
 	return do_remove(ns, dir, name, len, 1);
 }
 
-/* ---- rename ---- */
-
-/* Copy up the image object a merged entry names, so it can move. */
-static int copy_up_entry(struct cairn_ns *ns, struct ns_node *d, const char *name, size_t len,
-			 struct mentry *m)
-{
-	struct ns_node *n;
-	struct cairn_stat st;
-	int rc;
-
-	if (m->in_upper)
-		return 0;
-	if (S_ISDIR(m->lower_mode))
-		return -EXDEV;
-	n = ns_table_find_lower(ns, m->lower);
-	if (n && n->parent == d && n->name_len == len && !memcmp(n->name, name, len)) {
-		rc = ns_copy_up(ns, n, NS_KEEP_ALL, 0); /* the rename's checks must stay true */
-		if (rc)
-			return rc;
-		rc = cairn_ramfs_getattr(ns->ram, n->upper, &m->ust);
-	} else {
-		rc = ns_copy_object(ns, m->lower, d->upper, name, len, NS_KEEP_ALL, &st);
-		if (!rc)
-			rc = lower_name_gone(ns, m->lower);
-		if (rc)
-			return rc;
-		cairn_ramfs_forget(ns->ram, st.ino, 1);
-		m->ust = st;
-	}
-	if (rc == 0)
-		m->in_upper = 1;
-	return rc;
-}
-
-/* After a rename, nodes standing for the moved inodes learn their new place. */
-static void move_node(struct cairn_ns *ns, cairn_ino_t up, struct ns_node *d, const char *name,
-		      size_t len)
-{
-	struct ns_node *n = ns_table_find_upper(ns, up);
-
-	if (n)
-		ns_node_rename(ns, n, d, name, len);
-}
-
-static int do_rename(struct cairn_ns *ns, struct ns_node *od, const char *oname, size_t olen,
-		     struct ns_node *nd, const char *nname, size_t nlen, unsigned flags)
-{
-	struct dsnap os, nsn;
-	struct mentry src, dst;
-	int rc, src_had_lower, dst_had_lower_dir = 0;
-
-	rc = prep_write(ns, od);
-	if (!rc)
-		rc = prep_write(ns, nd);
-	if (rc)
-		return rc;
-	snap_dir(ns, od, &os);
-	snap_dir(ns, nd, &nsn);
-	rc = find_entry(ns, &os, oname, olen, &src);
-	if (!rc)
-		rc = find_entry(ns, &nsn, nname, nlen, &dst);
-	if (rc)
-		return rc;
-	if (!entry_exists(&src))
-		return -ENOENT;
-	if (entry_exists(&dst)) {
-		if (flags & RENAME_NOREPLACE)
-			return -EEXIST;
-		if ((src.in_upper && dst.in_upper && src.ust.ino == dst.ust.ino) ||
-		    (!src.in_upper && !dst.in_upper && src.lower == dst.lower))
-			return 0; /* two names of one inode: nothing to do */
-	} else if (flags & RENAME_EXCHANGE) {
-		return -ENOENT;
-	}
-	if (entry_exists(&dst) && !(flags & RENAME_EXCHANGE)) {
-		int sdir = S_ISDIR(entry_mode(&src)), ddir = S_ISDIR(entry_mode(&dst));
-
-		if (sdir && !ddir)
-			return -ENOTDIR;
-		if (!sdir && ddir)
-			return -EISDIR;
-		if (ddir) {
-			int hu, hl;
-			cairn_ino_t u, l;
-
-			entry_dir_layers(ns, &dst, &hu, &u, &hl, &l);
-			rc = dir_empty(ns, hu, u, hl, l);
-			if (!rc && hu)
-				rc = purge_whiteouts(ns, u);
-			if (rc)
-				return rc;
-			dst_had_lower_dir = hl || (dst.in_lower && S_ISDIR(dst.lower_mode));
-		}
-	}
-	/* Directories from the image do not move (overlayfs without redirect_dir). */
-	if (S_ISDIR(entry_mode(&src)) && src.in_lower && !src.whiteout)
-		return -EXDEV;
-	if ((flags & RENAME_EXCHANGE) && S_ISDIR(entry_mode(&dst)) && dst.in_lower &&
-	    !dst.whiteout)
-		return -EXDEV;
-	src_had_lower = src.in_lower && !src.whiteout;
-	rc = copy_up_entry(ns, od, oname, olen, &src);
-	if (!rc && (flags & RENAME_EXCHANGE))
-		rc = copy_up_entry(ns, nd, nname, nlen, &dst);
-	if (rc)
-		return rc;
-	if (dst.whiteout) {
-		rc = cairn_ramfs_unlink(ns->ram, nsn.upper, nname, nlen);
-		if (rc)
-			return rc;
-	}
-	rc = cairn_ramfs_rename(ns->ram, os.upper, oname, olen, nsn.upper, nname, nlen,
-				flags & RENAME_EXCHANGE);
-	if (rc) {
-		if (dst.whiteout)
-			make_whiteout(ns, nsn.upper, nname, nlen);
-		return rc;
-	}
-	if (dst.in_upper && S_ISDIR(dst.ust.mode) && !(flags & RENAME_EXCHANGE))
-		ns_set_del(&ns->opaque, dst.ust.ino);
-	/* An image file renamed over is hidden now, as if unlinked. */
-	if (!dst.in_upper && dst.in_lower && !dst.whiteout && !S_ISDIR(dst.lower_mode))
-		lower_name_gone(ns, dst.lower);
-	/* A directory landing on an image directory's name must hide its content. */
-	if (S_ISDIR(src.ust.mode) && (dst_had_lower_dir || dst.whiteout))
-		ns_set_add(&ns->opaque, src.ust.ino);
-	move_node(ns, src.ust.ino, nd, nname, nlen);
-	if (flags & RENAME_EXCHANGE) {
-		move_node(ns, dst.ust.ino, od, oname, olen);
-		return 0;
-	}
-	if (src_had_lower)
-		rc = make_whiteout(ns, os.upper, oname, olen);
-	return rc;
-}
-
-int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, size_t oldlen,
-		    uint64_t newdir, const char *newname, size_t newlen, unsigned flags)
-{
-	int rc;
-
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-		return -EINVAL;
-	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
-		return -EINVAL;
-	rc = check_name(oldname, oldlen);
-	if (!rc)
-		rc = check_name(newname, newlen);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&ns->lock);
-	/* -EAGAIN: a file it moves is being copied up; nothing changed yet. */
-	while ((rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen,
-			       ns_node_get(ns, newdir), newname, newlen, flags)) == -EAGAIN)
-		pthread_cond_wait(&ns->copy_done, &ns->lock);
-	pthread_mutex_unlock(&ns->lock);
-	return rc;
-}
-
 /* ---- reading ---- */
 
 ssize_t cairn_ns_readlink(struct cairn_ns *ns, uint64_t node, char *buf, size_t len)
@@ -843,189 +492,6 @@ ssize_t cairn_ns_readlink(struct cairn_ns *ns, uint64_t node, char *buf, size_t 
 	if (ns_has_upper(n))
 		return cairn_ramfs_readlink(ns->ram, n->upper, buf, len);
 	return cairn_image_readlink(ns->img, n->lower, buf, len);
-}
-
-struct dlist_ctx {
-	struct ns_dlist *l;
-	size_t max;
-	int err;
-};
-
-static int dlist_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
-		    uint64_t next)
-{
-	struct dlist_ctx *c = ctx;
-	struct ns_dlist *l = c->l;
-	struct ns_dent *d;
-
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 64;
-		struct ns_dent *ne = realloc(l->e, ncap * sizeof(*ne));
-
-		if (!ne) {
-			c->err = -ENOMEM;
-			return 1;
-		}
-		l->e = ne;
-		l->cap = ncap;
-	}
-	d = &l->e[l->n];
-	d->name = malloc(len + 1);
-	if (!d->name) {
-		c->err = -ENOMEM;
-		return 1;
-	}
-	memcpy(d->name, name, len);
-	d->name[len] = 0;
-	d->len = len;
-	d->ino = ino;
-	d->dtype = dtype;
-	d->next = next;
-	l->n++;
-	if (c->max && l->n >= c->max) {
-		l->full = 1;
-		return 1;
-	}
-	return 0;
-}
-
-int ns_dlist_read(struct cairn_ns *ns, int upper, cairn_ino_t dir, uint64_t cookie, size_t max,
-		  struct ns_dlist *l)
-{
-	struct dlist_ctx c = { l, max, 0 };
-	int rc;
-
-	l->full = 0;
-	if (upper)
-		rc = cairn_ramfs_readdir(ns->ram, dir, cookie, dlist_cb, &c);
-	else
-		rc = cairn_image_readdir(ns->img, dir, cookie, dlist_cb, &c);
-	return rc ? rc : c.err;
-}
-
-void ns_dlist_free(struct ns_dlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->e[i].name);
-	free(l->e);
-	l->e = NULL;
-	l->n = l->cap = 0;
-}
-
-#define DIR_BATCH 128
-
-/* The upper phase of a listing: cookies are the RAM fs's. Returns 1 when the
- * caller stopped, 0 at the end of the upper directory. */
-static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, cairn_dirent_cb cb,
-			 void *ctx, int *err)
-{
-	for (;;) {
-		struct ns_dlist l = { 0 };
-		int rc = ns_dlist_read(ns, 1, up, cookie < 2 ? 2 : cookie, DIR_BATCH, &l);
-		int stop = 0;
-
-		for (size_t i = 0; !rc && i < l.n && !stop; i++) {
-			struct ns_dent *de = &l.e[i];
-			uint64_t ino = de->ino + ns->ino_offset;
-			struct ns_node *n;
-
-			if (de->dtype == DT_CHR) {
-				struct cairn_stat st;
-
-				if (cairn_ramfs_getattr(ns->ram, de->ino, &st) == 0 &&
-				    is_whiteout(&st))
-					continue;
-			}
-			pthread_mutex_lock(&ns->lock);
-			n = ns_table_find_upper(ns, de->ino);
-			if (n)
-				ino = n->st_ino;
-			pthread_mutex_unlock(&ns->lock);
-			stop = cb(ctx, de->name, de->len, ino, de->dtype, de->next);
-		}
-		if (l.n)
-			cookie = l.e[l.n - 1].next;
-		if (rc)
-			*err = rc;
-		if (rc || stop || !l.full) {
-			ns_dlist_free(&l);
-			return rc || stop;
-		}
-		ns_dlist_free(&l);
-	}
-}
-
-/* The image phase: entries the upper directory neither shadows nor whites out.
- * Cookies carry LOWER_COOKIE. */
-static int readdir_lower(struct cairn_ns *ns, const struct dsnap *s, uint64_t cookie,
-			 cairn_dirent_cb cb, void *ctx, int *err)
-{
-	for (;;) {
-		struct ns_dlist l = { 0 };
-		int rc = ns_dlist_read(ns, 0, s->lower, cookie < 2 ? 2 : cookie, DIR_BATCH, &l);
-		int stop = 0;
-
-		for (size_t i = 0; !rc && i < l.n && !stop; i++) {
-			struct ns_dent *de = &l.e[i];
-
-			if (s->has_upper) {
-				struct cairn_stat st;
-				int r = cairn_ramfs_lookup(ns->ram, s->upper, de->name, de->len, &st);
-
-				if (r == 0) {
-					cairn_ramfs_forget(ns->ram, st.ino, 1);
-					continue;
-				}
-				if (r != -ENOENT) {
-					rc = r;
-					break;
-				}
-			}
-			stop = cb(ctx, de->name, de->len, de->ino, de->dtype,
-				  de->next | LOWER_COOKIE);
-		}
-		if (l.n)
-			cookie = l.e[l.n - 1].next;
-		if (rc)
-			*err = rc;
-		if (rc || stop || !l.full) {
-			ns_dlist_free(&l);
-			return rc || stop;
-		}
-		ns_dlist_free(&l);
-	}
-}
-
-int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_dirent_cb cb,
-		     void *ctx)
-{
-	struct ns_node *d = ns_node_get(ns, dir);
-	struct dsnap s;
-	uint64_t self, parent;
-	int err = 0;
-
-	if (d->type != S_IFDIR)
-		return -ENOTDIR;
-	pthread_mutex_lock(&ns->lock);
-	snap_dir(ns, d, &s);
-	self = d->st_ino;
-	parent = d->parent ? d->parent->st_ino : d->st_ino;
-	pthread_mutex_unlock(&ns->lock);
-
-	if (cookie == 0 && cb(ctx, ".", 1, self, DT_DIR, 1))
-		return 0;
-	if (cookie <= 1 && cb(ctx, "..", 2, parent, DT_DIR, 2))
-		return 0;
-	if (!(cookie & LOWER_COOKIE) && s.has_upper) {
-		if (readdir_upper(ns, s.upper, cookie, cb, ctx, &err))
-			return err;
-		cookie = 2;
-	}
-	if (merged(&s) || !s.has_upper)
-		readdir_lower(ns, &s, cookie & ~LOWER_COOKIE, cb, ctx, &err);
-	return err;
 }
 
 /* ---- files ---- */
@@ -1052,7 +518,7 @@ int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct ca
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
 		pthread_mutex_lock(&ns->lock);
 		/* Truncating: copied up at size 0, without its data (as overlayfs). */
-		rc = prep_write_keep(ns, n, trunc ? 0 : NS_KEEP_ALL);
+		rc = ns_prep_write(ns, n, trunc ? 0 : NS_KEEP_ALL);
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			return rc;
@@ -1063,6 +529,8 @@ int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct ca
 			return rc;
 		if (trunc)
 			rc = open_truncate(ns, n, cred);
+		if (trunc && !rc)
+			kill_priv(ns, n->upper);
 		if (rc) {
 			cairn_ramfs_release(ns->ram, n->upper);
 			return rc;
@@ -1077,6 +545,13 @@ void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh)
 	(void)node;
 	if (fh & 1)
 		cairn_ramfs_release(ns->ram, fh >> 1);
+}
+
+/* CAIRN_NS_USE_ONCE: what a reader got of an image file is its to keep. */
+static void delivered(struct cairn_ns *ns, cairn_ino_t lower, uint64_t off, ssize_t got)
+{
+	if (ns->use_once && got > 0)
+		cairn_image_delivered(ns->img, lower, off, (uint64_t)got);
 }
 
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off)
@@ -1103,6 +578,7 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 		      cairn_iov_fn fn, void *ctx, int *from_image)
 {
 	struct ns_node *n = ns_node_get(ns, node);
+	cairn_ino_t lower;
 	struct iovec iov;
 	ssize_t got;
 	int rc;
@@ -1130,7 +606,8 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	iov.iov_base = malloc(len ? len : 1);
 	if (!iov.iov_base)
 		return -ENOMEM;
-	got = cairn_image_read(ns->img, n->lower, iov.iov_base, len, off);
+	lower = n->lower; /* n may be forgotten once fn has replied */
+	got = cairn_image_read(ns->img, lower, iov.iov_base, len, off);
 	if (got < 0) {
 		free(iov.iov_base);
 		return (int)got;
@@ -1138,6 +615,8 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	iov.iov_len = (size_t)got;
 	rc = fn(ctx, &iov, 1, (size_t)got);
 	free(iov.iov_base);
+	if (!rc)
+		delivered(ns, lower, off, got);
 	return rc;
 }
 
@@ -1145,6 +624,7 @@ ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size
 		       uint64_t off, int append, const struct cairn_cred *cred)
 {
 	struct ns_node *n = ns_node_get(ns, node);
+	ssize_t n_written;
 
 	if (!ns_has_upper(n)) {
 		int rc;
@@ -1155,7 +635,10 @@ ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size
 		if (rc)
 			return rc;
 	}
-	return cairn_ramfs_write(ns->ram, n->upper, buf, len, off, append, cred);
+	n_written = cairn_ramfs_write(ns->ram, n->upper, buf, len, off, append, cred);
+	if (n_written > 0)
+		kill_priv(ns, n->upper);
+	return n_written;
 }
 
 int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t off, uint64_t len)
@@ -1193,7 +676,7 @@ int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out)
 	out->block_size = 4096;
 	out->blocks = (info.image_size + 4095) / 4096;
 	out->files = info.inode_count;
-	out->name_max = NAME_MAX_LEN;
+	out->name_max = CAIRN_NAME_MAX;
 	return 0;
 }
 
@@ -1317,6 +800,7 @@ void cairn_ns_usage(struct cairn_ns *ns, struct cairn_ns_usage *out)
 	pthread_mutex_lock(&ns->lock);
 	out->nodes = ns->nodes;
 	out->copy_ups = ns->copy_ups;
+	out->over_forgets = ns->over_forgets;
 	pthread_mutex_unlock(&ns->lock);
 	if (ns->ram)
 		cairn_ramfs_usage(ns->ram, &out->ram);

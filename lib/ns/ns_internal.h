@@ -54,6 +54,7 @@ struct cairn_ns {
 	struct cairn_image *img;    /* NULL when empty */
 	struct cairn_ramfs *ram;    /* NULL when read-only */
 	int overlay;                /* whole tree writable */
+	int use_once;               /* CAIRN_NS_USE_ONCE */
 	struct ns_node *root;
 	struct ns_node *all;        /* list of every node but the root */
 	struct ns_table lower_tab, upper_tab;
@@ -65,7 +66,9 @@ struct cairn_ns {
 	cairn_ino_t *tmp_roots;     /* RAM inodes of the tmp= subtrees */
 	size_t n_tmp_roots;
 	uint64_t ino_offset;        /* added to RAM inode numbers shown to users */
+	size_t ram_chunk;           /* the RAM fs's chunk size: the grain of holes */
 	uint64_t nodes, copy_ups;
+	uint64_t over_forgets;      /* forgets beyond the lookup count (caller bugs) */
 };
 
 static inline int ns_has_upper(const struct ns_node *n)
@@ -88,8 +91,12 @@ struct ns_node *ns_node_new(struct cairn_ns *ns, struct ns_node *parent, const c
 int ns_node_add(struct cairn_ns *ns, struct ns_node *n, int share_lower);
 void ns_node_put(struct cairn_ns *ns, struct ns_node *n, uint64_t nlookup);
 void ns_node_free_all(struct cairn_ns *ns);
-int ns_node_rename(struct cairn_ns *ns, struct ns_node *n, struct ns_node *parent,
-		   const char *name, size_t len);
+/* n's name becomes name in parent. name is a copy made with ns_name_dup (NULL
+ * on ENOMEM), which n takes over: the copy is made before anything changes, so
+ * the move itself cannot fail and no node keeps a stale name. */
+char *ns_name_dup(const char *name, size_t len);
+void ns_node_move(struct cairn_ns *ns, struct ns_node *n, struct ns_node *parent, char *name,
+		  size_t len);
 
 /* with_counts: keep a count per key (ns_set_count, ns_set_inc). */
 int ns_set_init(struct ns_set *s, int with_counts);
@@ -100,7 +107,7 @@ void ns_set_del(struct ns_set *s, uint64_t key);
 uint64_t ns_set_count(const struct ns_set *s, uint64_t key);
 int ns_set_inc(struct ns_set *s, uint64_t key);
 
-/* copyup.c */
+/* copy.c: the one copy routine from the image into the RAM layer. */
 /* Copy image object `lower` to name in RAM dir `updir`; *st gets its attributes and
  * one RAM lookup reference. Only file data below `keep` bytes is copied (the rest
  * reads as a hole until the caller truncates): NS_KEEP_ALL for all of it. On
@@ -108,9 +115,20 @@ int ns_set_inc(struct ns_set *s, uint64_t key);
 #define NS_KEEP_ALL UINT64_MAX
 int ns_copy_object(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t updir, const char *name,
 		   size_t len, uint64_t keep, struct cairn_stat *st);
-/* Xattrs (ACLs), mode, owner and times of image object `lower` onto the existing
- * RAM inode `upper`: the overlay's root, which is RAM from the start. */
-int ns_copy_meta(struct cairn_ns *ns, cairn_ino_t lower, cairn_ino_t upper);
+/* Everything but the object itself onto RAM inode ino: the data below keep,
+ * xattrs, with NS_COPY_ORIGIN the origin xattr (copy-up), then mode, owner and
+ * times of image object ls (ls->ino is its image inode); *st (may be NULL) gets
+ * the result. */
+#define NS_COPY_ORIGIN 1u
+int ns_fill_object(struct cairn_ns *ns, const struct cairn_stat *ls, cairn_ino_t ino,
+		   uint64_t keep, unsigned flags, struct cairn_stat *st);
+/* Seed RAM dir dst with the content of image dir lower (recursively, with hard
+ * links inside the subtree kept), then give dst lower's xattrs and attributes.
+ * Directories already there are merged; any other name already there gives
+ * -EEXIST. What was copied before an error stays. */
+int ns_seed_dir(struct cairn_ns *ns, cairn_ino_t dst, cairn_ino_t lower);
+
+/* copyup.c */
 /* Give n an upper inode (parents first), copying data below `keep` (see above).
  * -EROFS when the namespace forbids it. Lock held. With may_unlock, a regular
  * file's data is copied with the lock dropped meanwhile (so the caller must hold
@@ -128,23 +146,80 @@ static inline int ns_link_group(const struct cairn_stat *ls)
 	return (ls->mode & S_IFMT) != S_IFDIR && ls->nlink > 1;
 }
 
-/* Directory listings collected from one layer (names copied). */
-struct ns_dent {
-	char *name;
-	size_t len;
-	cairn_ino_t ino;
-	unsigned dtype;
-	uint64_t next;
+/* ns.c */
+/* Whether n may change: everything in an overlay or RAM-only namespace, only the
+ * RAM subtrees otherwise. */
+static inline int ns_writable(const struct cairn_ns *ns, const struct ns_node *n)
+{
+	return ns->overlay || n->tmp;
+}
+int ns_is_tmp_root(const struct cairn_ns *ns, cairn_ino_t upper);
+/* The inode number users see for a RAM inode no image object is merged with:
+ * the image's for a copy-up (its origin), else the RAM number past the image's. */
+uint64_t ns_upper_st_ino(struct cairn_ns *ns, cairn_ino_t up);
+/* -ENAMETOOLONG, or -EINVAL for an empty name or one holding '/'. */
+int ns_check_name(const char *name, size_t len);
+/* Make n changeable: -EROFS where the namespace is read-only, else copy it up
+ * with its data below `keep` (NS_KEEP_ALL; a truncation needs no more). Lock
+ * held; it may be dropped meanwhile (ns_copy_up with may_unlock). */
+int ns_prep_write(struct cairn_ns *ns, struct ns_node *n, uint64_t keep);
+
+/* merge.c: one name seen through both layers. */
+/* A directory's layers as seen at one moment. */
+struct ns_dsnap {
+	int has_lower, has_upper, opaque;
+	cairn_ino_t lower, upper;
 };
-struct ns_dlist {
-	struct ns_dent *e;
-	size_t n, cap;
-	int full;                   /* stopped because `max` entries were collected */
+void ns_snap_dir(struct cairn_ns *ns, struct ns_node *d, struct ns_dsnap *s);
+/* Does the image show through below an upper directory? */
+static inline int ns_merged(const struct ns_dsnap *s)
+{
+	return s->has_lower && !s->opaque;
+}
+/* One name in a merged directory. */
+struct ns_mentry {
+	int in_upper, whiteout, in_lower;
+	struct cairn_stat ust;          /* upper attributes */
+	cairn_ino_t lower;
+	uint32_t lower_mode, lower_nlink;
 };
-/* Up to max entries (0 = all) from cookie on, without "." and "..". */
-int ns_dlist_read(struct cairn_ns *ns, int upper, cairn_ino_t dir, uint64_t cookie, size_t max,
-		  struct ns_dlist *l);
-void ns_dlist_free(struct ns_dlist *l);
+#define NS_FIND_LOCKED   1u /* the caller holds ns->lock */
+#define NS_FIND_KEEP_REF 2u /* an upper entry keeps its RAM lookup reference */
+#define NS_FIND_HIDDEN   4u /* also the image name an upper entry covers (changes
+			     * need it: removing such a name leaves a whiteout) */
+/* The upper layer first: a whiteout hides the image's name, an upper entry
+ * shows (a directory merged with the image's when neither is opaque). Without
+ * NS_FIND_HIDDEN the image is only asked what shows. */
+int ns_find_entry(struct cairn_ns *ns, const struct ns_dsnap *d, const char *name, size_t len,
+		  unsigned how, struct ns_mentry *m);
+static inline int ns_entry_exists(const struct ns_mentry *m)
+{
+	return m->in_upper || (m->in_lower && !m->whiteout);
+}
+static inline uint32_t ns_entry_mode(const struct ns_mentry *m)
+{
+	return m->in_upper ? m->ust.mode : m->lower_mode;
+}
+/* The layers of a directory entry that is itself a directory. Lock held. */
+void ns_entry_dir_layers(struct cairn_ns *ns, const struct ns_mentry *m, int *has_up,
+			 cairn_ino_t *up, int *has_low, cairn_ino_t *low);
+/* Upper dir up hides the image below it (opaque, or a tmp= root). */
+int ns_upper_hides(struct cairn_ns *ns, cairn_ino_t up, int locked);
+/* 1 when RAM dir `dir` has the name (an entry or a whiteout), 0 when not, or a
+ * negative errno. */
+int ns_upper_has(struct cairn_ns *ns, cairn_ino_t dir, const char *name, size_t len);
+int ns_make_whiteout(struct cairn_ns *ns, cairn_ino_t dir, const char *name, size_t len);
+/* Is the merged directory (upper `up`, image `low`) empty? Whiteouts don't count. */
+int ns_dir_empty(struct cairn_ns *ns, int has_up, cairn_ino_t up, int has_low, cairn_ino_t low);
+/* Remove the whiteouts of an upper directory that is about to go away. */
+int ns_purge_whiteouts(struct cairn_ns *ns, cairn_ino_t up);
+/* Image object `lower` loses a name that showed it (ns_link_gone). Lock held. */
+int ns_lower_name_gone(struct cairn_ns *ns, cairn_ino_t lower);
+
+static inline int ns_is_whiteout(const struct cairn_stat *st)
+{
+	return (st->mode & S_IFMT) == S_IFCHR && st->rdev == 0;
+}
 
 #define NS_WHITEOUT_MODE (S_IFCHR | 0)
 

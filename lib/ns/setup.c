@@ -33,7 +33,7 @@ static int ensure_dir(struct cairn_ns *ns, cairn_ino_t up, const char *name, siz
 	cairn_ramfs_forget(ns->ram, st.ino, 1);
 	*out = st.ino;
 	if (have_low && seed)
-		rc = cairn_ramfs_copy_from_image(ns->ram, st.ino, ns->img, low);
+		rc = ns_seed_dir(ns, st.ino, low);
 	return rc;
 }
 
@@ -62,7 +62,7 @@ static int add_tmp_path(struct cairn_ns *ns, const char *path, size_t plen)
 			break;
 		if ((len == 1 && path[s] == '.') || (len == 2 && !memcmp(path + s, "..", 2)))
 			return -EINVAL;
-		if (len > 255)
+		if (len > CAIRN_NAME_MAX)
 			return -ENAMETOOLONG;
 		{
 			size_t j = i;
@@ -151,6 +151,19 @@ static int make_root(struct cairn_ns *ns)
 	return 0;
 }
 
+/* The overlay's root is shown from RAM: give it the image root's xattrs (ACLs:
+ * a default ACL there is what new files in / inherit), mode, owner and times. */
+static int root_from_image(struct cairn_ns *ns)
+{
+	struct cairn_stat ls;
+	int rc = cairn_image_stat(ns->img, cairn_image_root(ns->img), &ls);
+
+	if (rc)
+		return rc;
+	ls.ino = cairn_image_root(ns->img);
+	return ns_fill_object(ns, &ls, ns->root->upper, NS_KEEP_ALL, 0, NULL);
+}
+
 int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 {
 	struct cairn_ns *ns;
@@ -169,6 +182,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	pthread_cond_init(&ns->copy_done, NULL);
 	ns->img = empty ? NULL : cfg->image;
 	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
+	ns->use_once = !empty && (cfg->flags & CAIRN_NS_USE_ONCE);
 	rc = ns_table_init(&ns->lower_tab);
 	if (!rc)
 		rc = ns_table_init(&ns->upper_tab);
@@ -192,17 +206,19 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 		rc_cfg.root_gid = rs.gid;
 	}
 	if (ns->overlay || has_tmp) {
+		struct cairn_statfs sf;
+
 		rc = cairn_ramfs_new(&rc_cfg, &ns->ram);
 		if (rc)
 			goto fail;
+		cairn_ramfs_statfs(ns->ram, &sf);
+		ns->ram_chunk = (size_t)sf.block_size;
 	}
 	rc = make_root(ns);
 	if (!rc && ns->img && ns->ram)
 		ns_node_add(ns, ns->root, 1);
-	/* The overlay's root is shown from RAM: give it the image root's times and
-	 * ACLs (a default ACL there is what new files in / inherit). */
 	if (!rc && ns->img && ns->overlay)
-		rc = ns_copy_meta(ns, cairn_image_root(ns->img), ns->root->upper);
+		rc = root_from_image(ns);
 	if (!rc && has_tmp && !empty)
 		rc = add_tmp_paths(ns, cfg);
 	if (rc)

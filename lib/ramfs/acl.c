@@ -12,10 +12,10 @@
  *     masked by the mode asked for (umask ignored), and directories inherit the
  *     default ACL itself.
  */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cairn/format.h>
 #include "ramfs/internal.h"
 
 #define ACL_VERSION 2u
@@ -33,7 +33,7 @@ static uint16_t get16(const unsigned char *p)
 	uint16_t v;
 
 	memcpy(&v, p, 2);
-	return cairn_le16(v);
+	return le16toh(v);
 }
 
 static uint32_t get32(const unsigned char *p)
@@ -41,12 +41,12 @@ static uint32_t get32(const unsigned char *p)
 	uint32_t v;
 
 	memcpy(&v, p, 4);
-	return cairn_le32(v);
+	return le32toh(v);
 }
 
 static void put16(unsigned char *p, uint16_t v)
 {
-	v = cairn_le16(v);
+	v = htole16(v);
 	memcpy(p, &v, 2);
 }
 

@@ -35,7 +35,7 @@ static int check_name(const char *name, size_t len)
 {
 	if (len == 0)
 		return -ENOENT;
-	if (len > CAIRN_RAMFS_NAME_MAX)
+	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
 	if (memchr(name, '/', len) || memchr(name, '\0', len))
 		return -EINVAL;
@@ -763,7 +763,7 @@ struct rd_entry {
 	uint64_t next;
 	unsigned dtype;
 	uint16_t len;
-	char name[CAIRN_RAMFS_NAME_MAX + 1];
+	char name[CAIRN_NAME_MAX + 1];
 };
 
 static unsigned dtype_of(uint32_t mode)
@@ -887,7 +887,7 @@ int cairn_ramfs_resolve(struct cairn_ramfs *fs, const char *path, int follow, ca
 			err = -ENOTDIR;
 			break;
 		}
-		if (len > CAIRN_RAMFS_NAME_MAX) {
+		if (len > CAIRN_NAME_MAX) {
 			err = -ENAMETOOLONG;
 			break;
 		}

@@ -3,6 +3,7 @@
  * The RAM fs object: inode table, reference counting, space accounting and
  * attributes. See internal.h for the locking rules.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,7 @@ void ramfs_put(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t count)
 {
 	uint_fast64_t old = atomic_fetch_sub_explicit(&n->refs, count, memory_order_acq_rel);
 
+	assert(old >= count); /* a reference dropped that was never taken */
 	if (old == count)
 		ramfs_inode_discard(fs, n);
 }
@@ -499,7 +501,7 @@ int cairn_ramfs_statfs(struct cairn_ramfs *fs, struct cairn_statfs *out)
 
 	memset(out, 0, sizeof(*out));
 	out->block_size = bs;
-	out->name_max = CAIRN_RAMFS_NAME_MAX;
+	out->name_max = CAIRN_NAME_MAX;
 	if (fs->size_limit) {
 		out->blocks = fs->size_limit / bs;
 		out->blocks_free = used >= fs->size_limit ? 0 : (fs->size_limit - used) / bs;

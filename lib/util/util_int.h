@@ -3,8 +3,37 @@
 #ifndef CAIRN_UTIL_INT_H
 #define CAIRN_UTIL_INT_H
 
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cairn/types.h>
+
 /* "a directory", "a character device", "a FIFO", ... for messages about a host
  * object of type (mode & S_IFMT) that is not what a call wanted. */
 const char *cairn_mode_kind(unsigned mode);
+
+/* "dir/name" with one '/' between them (none added when dir ends with one), or
+ * name alone when dir is empty. name_len bytes of name. malloc'd; NULL on ENOMEM. */
+char *util_path_join(const char *dir, const char *name, size_t name_len);
+/* name when it is absolute or base is empty, else util_path_join(base, name):
+ * a path written relative to base. */
+char *util_path_resolve(const char *base, const char *name);
+
+/* A readdir callback (cairn_dirent_cb) that collects entries but "." and "..",
+ * stopping after max of them (0 = all). Zero-initialise, set max, run a readdir
+ * with it, then util_dirlist_finish() with the readdir's result. */
+struct util_dirlist {
+	struct cairn_dirent *e;     /* names as offsets into names until finish */
+	size_t n, cap, max;
+	char *names;
+	size_t names_len, names_cap;
+	int err;
+};
+int util_dirlist_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		    uint64_t next);
+/* Frees l's buffers; on success *out is one malloc'd block (entries, then their
+ * names; NULL when there are none) and the count is returned, else a negative
+ * errno (rc, or the collector's own -ENOMEM) with *out NULL. */
+ssize_t util_dirlist_finish(struct util_dirlist *l, int rc, struct cairn_dirent **out);
 
 #endif

@@ -191,7 +191,7 @@ $ cairn stat img /dir/null
   ctime: 2020-09-13 12:26:40.000000000 UTC (1600000000.000000000)
 [exit 0]
 $ cairn fsck img
-img: clean (structures and checksums)
+img: clean (structures, checksums, digests)
 [exit 0]
 $ cairn fsck --data -q img
 [exit 0]

@@ -47,9 +47,11 @@ mkdir "$W/src"
 for n in dd dots4 abs_n slash; do echo "$n" > "$W/src/$n"; done
 mkdir "$W/src/xpwn2"; echo inner > "$W/src/xpwn2/f"
 echo keep > "$W/src/safe"
+# --no-verity: craft fixes the XXH3 checksums only, so an image with digests
+# would be refused at open (tests/cli/verify.sh) before the names are seen.
 for pair in "dd .." "dots4 ../x" "abs_n /xpwn" "slash a/b" "xpwn2 ../p2"; do
   set -- $pair
-  "$CAIRN" mkfs -q "$W/src" "$W/img"
+  "$CAIRN" mkfs -q --no-verity "$W/src" "$W/img"
   "$CRAFT" rename "$W/img" "$1" "$2"
   extract_refused
   grep -q -i -e "corrupt" -e "unsafe" "$W/log" || { cat "$W/log"; fail "no reason given for '$2'"; }

@@ -47,6 +47,8 @@ sleep 1
 after=$(nodes)
 echo "nodes after the kernel forgot: $after"
 [ "$after" -lt 2000 ] || fail "nodes not freed on FORGET: $after"
+over=$(awk '/^ns_over_forgets / { print $2 }' "$WORK/st")
+[ "$over" = 0 ] || fail "the kernel forgot more than it looked up: ns_over_forgets $over"
 grep '^rss_kb' "$WORK/st"
 kill -TERM "$pid"; wait "$pid" || fail "daemon exit status"
 echo "forget: ok"

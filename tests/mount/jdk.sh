@@ -83,4 +83,21 @@ umnt "$M" || fail "unmount"
 wait_file "$WORK/stats" || fail "no stats written at unmount"
 grep -q '^rss_kb [0-9]' "$WORK/stats" || fail "stats without rss_kb"
 grep -q '^device_requests [0-9]' "$WORK/stats" || fail "stats without device counters"
+
+# A lean daemon: after a cold Java Hello on the image alone, with default
+# options, the daemon keeps metadata and little else (the kernel holds the file
+# pages). Goals: 8 MiB idle, 16 MiB after the run; checked with a margin (it was
+# 60-68 MiB when file data stayed cached).
+mnt "$M" "$WORK/jdk.cairn" -o stats="$WORK/lean" || fail "mount (lean)"
+pid=$(daemons_of "$M")
+kill -USR1 "$pid"; wait_file "$WORK/lean" || fail "no stats (idle)"
+idle=$(awk '$1 == "rss_kb" { print $2 }' "$WORK/lean")
+out=$("$M/bin/java" -cp "$WORK/cls" Hello) || fail "java Hello (lean)"
+rm -f "$WORK/lean"
+umnt "$M" || fail "unmount (lean)"
+wait_file "$WORK/lean" || fail "no stats (lean)"
+after=$(awk '$1 == "rss_kb" { print $2 }' "$WORK/lean")
+echo "daemon RSS: $idle KiB idle, $after KiB after a cold Java Hello"
+[ "$idle" -le 12288 ] || fail "idle daemon RSS $idle KiB (bound 12 MiB)"
+[ "$after" -le 24576 ] || fail "daemon RSS after Java Hello $after KiB (bound 24 MiB)"
 echo "jdk: ok"

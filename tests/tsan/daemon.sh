@@ -3,7 +3,8 @@
 # CAIRN pointing at build-tsan/cairn). FUSE worker threads, the cache's
 # read-ahead workers and the prefetch push thread all meet in the daemon:
 # - an ordered image mounted with -o prefetch, read by parallel readers while
-#   the hot pages are being pushed;
+#   the hot pages are being pushed; the image as built with its trace as a
+#   profile (prefetch=TRACE); the plain mount, dropping delivered data;
 # - an overlay mount written, read and removed by parallel writers, then the
 #   POSIX checks on it.
 # Any ThreadSanitizer report fails the test.
@@ -32,15 +33,22 @@ umnt "$M"
 wait_file "$WORK/order" || fail "no trace"
 "$CAIRN" mkfs -q --order "$WORK/order" "$SRC" "$WORK/hot.cairn" || fail "mkfs --order"
 
-mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms || fail "mount -o prefetch"
-for r in 1 2 3 4; do
-  (for f in "$M"/d/* "$M"/e/*; do cat "$f" > /dev/null; done) &
+# The ordered image with -o prefetch; the same trace as a profile of the image
+# as built (prefetch=TRACE); the plain mount, whose readers drop delivered data
+# from the cache (use-once).
+for c in "hot.cairn prefetch,delay=1ms" "img.cairn prefetch=$WORK/order,delay=1ms" \
+         "img.cairn delay=1ms"; do
+  img=${c%% *}; o=${c#* }
+  mnt "$M" "$WORK/$img" -o "$o" || fail "mount $img -o $o"
+  for r in 1 2 3 4; do
+    (for f in "$M"/d/* "$M"/e/*; do cat "$f" > /dev/null; done) &
+  done
+  wait
+  diff -r "$SRC" "$M" || fail "$img -o $o: content differs"
+  umnt "$M"
+  tsan_clean "$img -o $o"
+  echo "$img -o $o: no reports"
 done
-wait
-diff -r "$SRC" "$M" || fail "prefetched image differs"
-umnt "$M"
-tsan_clean "prefetch and push"
-echo "prefetch mount: no reports"
 
 mnt "$M" "$WORK/img.cairn" -o overlay || fail "mount -o overlay"
 for w in 1 2 3 4; do

@@ -158,42 +158,6 @@ static int raw_read_all(const struct bench *b, struct raw *r, char *buf, struct 
 
 /* ---- image mode ---- */
 
-struct dent {
-	char *name;
-	cairn_ino_t ino;
-	unsigned dtype;
-};
-
-struct dlist {
-	struct dent *v;
-	size_t n, cap;
-};
-
-static int collect(void *ctx, const char *name, size_t name_len, cairn_ino_t ino,
-		   unsigned dtype, uint64_t next)
-{
-	struct dlist *l = ctx;
-
-	if ((name_len == 1 && name[0] == '.') || (name_len == 2 && !memcmp(name, "..", 2)))
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 32;
-		struct dent *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
-	l->v[l->n].name = strndup(name, name_len);
-	if (!l->v[l->n].name)
-		return -ENOMEM;
-	l->v[l->n].ino = ino;
-	l->v[l->n].dtype = dtype;
-	l->n++;
-	return 0;
-}
-
 static int read_file(const struct bench *b, struct cairn_image *img, cairn_ino_t ino,
 		     const char *path, char *buf, struct result *res)
 {
@@ -218,30 +182,27 @@ static int read_file(const struct bench *b, struct cairn_image *img, cairn_ino_t
 static int walk(const struct bench *b, struct cairn_image *img, cairn_ino_t dir, char *buf,
 		struct result *res, int depth)
 {
-	struct dlist l = { 0 };
-	int rc = depth > 256 ? -ELOOP : cairn_image_readdir(img, dir, 0, collect, &l);
+	struct cairn_dirent *l = NULL;
+	ssize_t n = depth > 256 ? -ELOOP : cairn_image_readdir_alloc(img, dir, 0, 0, &l);
+	int rc = n < 0 ? (int)n : 0;
 
-	if (rc > 0)
-		rc = -ENOMEM; /* collect stopped the walk */
-	for (size_t i = 0; i < l.n && !rc; i++) {
-		unsigned t = l.v[i].dtype;
+	for (ssize_t i = 0; i < n && !rc; i++) {
+		unsigned t = l[i].dtype;
 
 		if (t == DT_UNKNOWN) {
 			struct cairn_stat st;
 
-			rc = cairn_image_stat(img, l.v[i].ino, &st);
+			rc = cairn_image_stat(img, l[i].ino, &st);
 			t = S_ISDIR(st.mode) ? DT_DIR : S_ISREG(st.mode) ? DT_REG : DT_UNKNOWN;
 		}
 		if (!rc && t == DT_DIR)
-			rc = walk(b, img, l.v[i].ino, buf, res, depth + 1);
+			rc = walk(b, img, l[i].ino, buf, res, depth + 1);
 		else if (!rc && t == DT_REG)
-			rc = read_file(b, img, l.v[i].ino, l.v[i].name, buf, res);
+			rc = read_file(b, img, l[i].ino, l[i].name, buf, res);
 	}
 	if (rc < 0 && rc != -ENOMEM && !depth)
 		cli_img_err("bench", b->image, img, "walk", rc);
-	for (size_t i = 0; i < l.n; i++)
-		free(l.v[i].name);
-	free(l.v);
+	free(l);
 	return rc;
 }
 

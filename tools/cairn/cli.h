@@ -17,6 +17,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_extract(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
+int cmd_digest(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* cairn bench subcommands: `read` (bench_read.c), `rw` (bench_rw.c, the RAM fs). */
@@ -29,7 +30,7 @@ int bench_rw_main(int argc, char **argv);
 #define CLI_EXIT_USAGE   2  /* bad command line */
 
 /* Options every image-reading command takes: --cache-size, --segment, --delay,
- * --max-io, --offset, --direct, --stats. */
+ * --max-io, --offset, --direct, --stats, --digest, --verify. */
 struct cli_image_opts {
 	struct cairn_open_opts open;
 	int print_stats;

@@ -17,7 +17,10 @@ const char cli_image_opts_help[] =
 	"  --offset BYTES     the image starts at this byte of the file\n"
 	"  --direct           read the image file with O_DIRECT\n"
 	"  --l2-cache SIZE    qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
-	"  --stats            print device and cache counters to stderr at exit\n";
+	"  --stats            print device and cache counters to stderr at exit\n"
+	"  --digest sha256:HEX  refuse the image unless its root digest is HEX\n"
+	"  --verify MODE      on (default): check every byte read against the image's\n"
+	"                     SHA-256 digests; none: do not (unsafe for untrusted storage)\n";
 
 void cli_err(const char *cmd, const char *fmt, ...)
 {
@@ -187,6 +190,19 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 			return -1;
 		o->open.qcow2.l2_cache_disabled = v == 0;
 		o->open.qcow2.l2_cache_bytes = (size_t)v;
+	} else if (!strcmp(opt, "--digest")) {
+		if (!val || cairn_digest_parse(val, o->open.verify.root)) {
+			fprintf(stderr, "cairn: --digest needs sha256:<64 hex digits>, got '%s'\n",
+				val ? val : "");
+			return -1;
+		}
+		o->open.verify.has_root = 1;
+	} else if (!strcmp(opt, "--verify")) {
+		if (!val || (strcmp(val, "on") && strcmp(val, "none"))) {
+			fprintf(stderr, "cairn: --verify is on or none, got '%s'\n", val ? val : "");
+			return -1;
+		}
+		o->open.verify.off = !strcmp(val, "none");
 	} else if (!strcmp(opt, "--offset")) {
 		if (size_arg(opt, val, &v))
 			return -1;
@@ -203,7 +219,13 @@ struct cairn_image *cli_open_image(const char *cmd, const char *path,
 {
 	struct cairn_image *img = NULL;
 	char why[256];
-	int rc = cairn_image_open_path_ex(path, &o->open, why, sizeof(why), &img);
+	int rc;
+
+	if (o->open.verify.off && o->open.verify.has_root) {
+		cli_err(cmd, "--digest needs verification: drop --verify none");
+		return NULL;
+	}
+	rc = cairn_image_open_path_ex(path, &o->open, why, sizeof(why), &img);
 
 	if (rc < 0) {
 		if (why[0] && rc == -EINVAL) /* the reason names the path; "Invalid argument"
@@ -238,6 +260,7 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 	struct cairn_bdev_counters dc;
 	struct cairn_cache_stats cs;
 	struct cairn_qcow2_stats qs;
+	struct cairn_verify_stats vs;
 	uint64_t lookups;
 
 	if (!o->print_stats || !img)
@@ -253,6 +276,9 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 		cs.hits, cs.misses, lookups ? 100.0 * (double)cs.hits / (double)lookups : 0.0,
 		cs.requests, cs.readahead_bytes, cs.readahead_used, cs.readahead_wasted,
 		cs.resident_bytes);
+	if (cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs) == 0)
+		fprintf(stderr, "verify: %" PRIu64 " granules (%" PRIu64 " bytes) hashed, %" PRIu64
+			" mismatches\n", vs.granules, vs.bytes, vs.mismatches);
 	if (cairn_bdev_qcow2_stats(cairn_cache_bdev(cairn_image_cache(img)), &qs) == 0)
 		fprintf(stderr, "qcow2: L2 %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 			" evictions, %" PRIu64 " table reads; %" PRIu64 " data requests, %" PRIu64

@@ -5,6 +5,7 @@
  * 4 the image cannot be read or opened (missing, not an image, truncated, IO error).
  */
 #include <stdio.h>
+#include <string.h>
 #include "cli.h"
 
 #define FSCK_EXIT_CLEAN    0
@@ -17,7 +18,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cairn fsck [--data] [-q] [options] IMAGE\n"
 		   "Checks the superblock, the checksum table, every metadata block, every inode,\n"
 		   "directory (sort order, names, types, parent links), xattr and extent, link\n"
-		   "counts and reachability from the root.\n"
+		   "counts and reachability from the root; for an image with digests, every\n"
+		   "byte against the root digest (the whole image is read).\n"
 		   "  --data             also read every file and check its content hash\n"
 		   "  -q, --quiet        print nothing when the image is clean\n"
 		   "exit status: 0 clean, 1 problems found, 2 bad command line,\n"
@@ -36,10 +38,31 @@ static void report(void *ctx, const char *msg)
 	printf("%s: %s\n", r->image, msg);
 }
 
+static int root_differs(struct cairn_image *img, const uint8_t want[CAIRN_DIGEST_LEN],
+			const char *image)
+{
+	uint8_t have[CAIRN_DIGEST_LEN];
+	char a[CAIRN_DIGEST_TEXT_LEN], b[CAIRN_DIGEST_TEXT_LEN];
+
+	if (cairn_image_root_digest(img, have)) {
+		printf("%s: root digest: the image has none to compare with --digest\n", image);
+		return 1;
+	}
+	if (!memcmp(have, want, CAIRN_DIGEST_LEN))
+		return 0;
+	cairn_digest_format(have, a);
+	cairn_digest_format(want, b);
+	printf("%s: root digest is %s, expected %s\n", image, a, b);
+	return 1;
+}
+
 int cmd_fsck(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct cairn_image *img;
+	struct cairn_verify_config pinned;
+	uint8_t root[CAIRN_DIGEST_LEN];
+	int verity;
 	struct report r;
 	int npos, rc, data = 0, quiet = 0;
 	long problems;
@@ -56,11 +79,20 @@ int cmd_fsck(int argc, char **argv)
 		cli_err("fsck", "needs IMAGE (see cairn fsck --help)");
 		return FSCK_EXIT_USAGE;
 	}
+	/* fsck reads the bytes as they are, so that it can name every bad one (the
+	 * digest check runs first); a pinned root is compared with the image's. */
+	pinned = o.open.verify;
+	o.open.verify.off = 1;
+	o.open.verify.has_root = 0;
 	img = cli_open_image("fsck", pos[0], &o);
 	if (!img)
 		return FSCK_EXIT_UNREADABLE;
 	r.image = pos[0];
-	problems = cairn_image_fsck(img, data ? CAIRN_FSCK_DATA : 0, report, &r);
+	verity = cairn_image_root_digest(img, root) == 0;
+	problems = cairn_image_fsck(img, (data ? CAIRN_FSCK_DATA : 0) | CAIRN_FSCK_DIGESTS, report,
+				    &r);
+	if (problems >= 0 && pinned.has_root && root_differs(img, pinned.root, pos[0]))
+		problems++;
 	cli_print_stats(&o, img);
 	cairn_image_close(img);
 	if (problems < 0) {
@@ -72,7 +104,7 @@ int cmd_fsck(int argc, char **argv)
 		return FSCK_EXIT_PROBLEMS;
 	}
 	if (!quiet)
-		printf("%s: clean%s\n", pos[0], data ? " (structures, checksums and file data)" :
-						       " (structures and checksums)");
+		printf("%s: clean (structures, checksums%s%s)\n", pos[0],
+		       verity ? ", digests" : "", data ? " and file data" : "");
 	return FSCK_EXIT_CLEAN;
 }

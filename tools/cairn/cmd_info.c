@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cairn info: the superblock summary of an image, as text or JSON. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,10 +38,12 @@ static void features(uint32_t compat, uint32_t incompat, char *buf, size_t len)
 	if (incompat & CAIRN_INCOMPAT_EXTENTS && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "%sextents", n ? "," : "");
 	if (incompat & CAIRN_INCOMPAT_CHUNKED && n < len)
-		snprintf(buf + n, len - n, "%schunked", n ? "," : "");
+		n += (size_t)snprintf(buf + n, len - n, "%schunked", n ? "," : "");
+	if (compat & CAIRN_COMPAT_VERITY && n < len)
+		snprintf(buf + n, len - n, "%sverity", n ? "," : "");
 }
 
-static void print_text(const struct cairn_image_info *in)
+static void print_text(const struct cairn_image_info *in, const char *root)
 {
 	char uuid[37], feat[128], t[64];
 	struct cairn_time bt = { in->build_time, 0 };
@@ -52,6 +55,7 @@ static void print_text(const struct cairn_image_info *in)
 	printf("uuid:          %s\n", uuid);
 	printf("features:      %s (compat 0x%x, incompat 0x%x)\n", feat[0] ? feat : "none",
 	       in->compat, in->incompat);
+	printf("root digest:   %s\n", root);
 	printf("build time:    %s (%" PRId64 ")\n", t, in->build_time);
 	printf("image size:    %" PRIu64 " bytes\n", in->image_size);
 	printf("inodes:        %" PRIu64 " (including unused inode 0)\n", in->inode_count);
@@ -69,13 +73,13 @@ static void print_text(const struct cairn_image_info *in)
 		printf("hot prefix:    none\n");
 }
 
-static void print_json(const struct cairn_image_info *in)
+static void print_json(const struct cairn_image_info *in, const char *root)
 {
 	char uuid[37], feat[128];
 
 	uuid_string(in->uuid, uuid);
 	features(in->compat, in->incompat, feat, sizeof(feat));
-	printf("{\"version\": \"%u.%u\", \"uuid\": \"%s\", \"features\": \"%s\", "
+	printf("{\"version\": \"%u.%u\", \"uuid\": \"%s\", \"root_digest\": \"%s\", \"features\": \"%s\", "
 	       "\"compat\": %u, \"incompat\": %u, \"build_time\": %" PRId64 ", "
 	       "\"image_size\": %" PRIu64 ", \"inode_count\": %" PRIu64 ", "
 	       "\"file_count\": %" PRIu64 ", \"data_bytes\": %" PRIu64 ", "
@@ -83,7 +87,7 @@ static void print_json(const struct cairn_image_info *in)
 	       "\"extent_count\": %" PRIu64 ", \"meta_off\": %" PRIu64 ", \"meta_len\": %" PRIu64 ", "
 	       "\"blob_len\": %" PRIu64 ", \"data_off\": %" PRIu64 ", \"data_len\": %" PRIu64 ", "
 	       "\"hot_off\": %" PRIu64 ", \"hot_len\": %" PRIu64 "}\n",
-	       in->version_major, in->version_minor, uuid, feat, in->compat, in->incompat,
+	       in->version_major, in->version_minor, uuid, root, feat, in->compat, in->incompat,
 	       in->build_time, in->image_size, in->inode_count, in->file_count, in->data_bytes,
 	       in->dirent_count, in->xattr_count, in->extent_count, in->meta_off, in->meta_len,
 	       in->blob_len, in->data_off, in->data_len, in->hot_off, in->hot_len);
@@ -94,6 +98,8 @@ int cmd_info(int argc, char **argv)
 	struct cli_image_opts o;
 	struct cairn_image_info in;
 	struct cairn_image *img;
+	uint8_t d[CAIRN_DIGEST_LEN];
+	char root[CAIRN_DIGEST_TEXT_LEN + 32];
 	int json = 0, npos, rc;
 	char *pos[1];
 	const struct cli_flag flags[] = { { "--json", NULL, &json }, { NULL, NULL, NULL } };
@@ -110,10 +116,20 @@ int cmd_info(int argc, char **argv)
 	if (!img)
 		return CLI_EXIT_FAIL;
 	cairn_image_get_info(img, &in);
-	if (json)
-		print_json(&in);
+	rc = cairn_image_root_digest(img, d);
+	if (rc && rc != -ENODATA) {
+		cli_img_err("info", pos[0], img, "reading block 0", rc);
+		cairn_image_close(img);
+		return CLI_EXIT_FAIL;
+	}
+	if (rc)
+		snprintf(root, sizeof(root), "none (built without verification)");
 	else
-		print_text(&in);
+		cairn_digest_format(d, root);
+	if (json)
+		print_json(&in, rc ? "" : root);
+	else
+		print_text(&in, root);
 	cli_print_stats(&o, img);
 	cairn_image_close(img);
 	return CLI_EXIT_OK;

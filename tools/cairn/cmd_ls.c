@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "cli.h"
+#include "util/util_int.h"
 
 static void usage(FILE *f)
 {
@@ -19,19 +20,6 @@ static void usage(FILE *f)
 		cli_image_opts_help);
 }
 
-struct entry {
-	char *name;
-	size_t len;
-	cairn_ino_t ino;
-	unsigned dtype;
-};
-
-struct listing {
-	struct entry *e;
-	size_t n, cap;
-	int err;
-};
-
 struct ls {
 	struct cairn_image *img;
 	const char *image;
@@ -40,46 +28,6 @@ struct ls {
 	uint64_t inode_count;
 	int failed;
 };
-
-static int collect(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
-		   uint64_t next)
-{
-	struct listing *l = ctx;
-
-	(void)next;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct entry *e = realloc(l->e, cap * sizeof(*e));
-
-		if (!e) {
-			l->err = -ENOMEM;
-			return 1;
-		}
-		l->e = e;
-		l->cap = cap;
-	}
-	l->e[l->n].name = malloc(len + 1);
-	if (!l->e[l->n].name) {
-		l->err = -ENOMEM;
-		return 1;
-	}
-	memcpy(l->e[l->n].name, name, len);
-	l->e[l->n].name[len] = '\0';
-	l->e[l->n].len = len;
-	l->e[l->n].ino = ino;
-	l->e[l->n].dtype = dtype;
-	l->n++;
-	return 0;
-}
-
-static void listing_free(struct listing *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->e[i].name);
-	free(l->e);
-}
 
 static void print_entry(struct ls *s, const char *path, const char *name, size_t len,
 			cairn_ino_t ino)
@@ -123,24 +71,10 @@ static void print_entry(struct ls *s, const char *path, const char *name, size_t
 	putchar('\n');
 }
 
-static char *join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p = malloc(dl + nl + 2);
-
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dl);
-	if (!dl || dir[dl - 1] != '/')
-		p[dl++] = '/';
-	memcpy(p + dl, name, nl + 1);
-	return p;
-}
-
 static void list_dir(struct ls *s, const char *path, cairn_ino_t dir, int header)
 {
-	struct listing l = { 0 };
-	int rc;
+	struct cairn_dirent *l = NULL;
+	ssize_t n;
 
 	if (dir < s->inode_count) {
 		if (s->seen[dir / 8] & (1u << (dir % 8))) {
@@ -150,38 +84,36 @@ static void list_dir(struct ls *s, const char *path, cairn_ino_t dir, int header
 		}
 		s->seen[dir / 8] |= (uint8_t)(1u << (dir % 8));
 	}
-	rc = cairn_image_readdir(s->img, dir, 0, collect, &l);
-	if (!rc)
-		rc = l.err;
+	n = cairn_image_readdir_alloc(s->img, dir, 0, 0, &l);
 	if (header) {
 		cli_print_name(stdout, path, strlen(path));
 		fputs(":\n", stdout);
 	}
-	if (rc) {
-		cli_img_err("ls", s->image, s->img, path, rc);
+	if (n < 0) {
+		cli_img_err("ls", s->image, s->img, path, (int)n);
 		s->failed = 1;
 	}
-	for (size_t i = 0; i < l.n; i++) {
-		char *p = join(path, l.e[i].name);
+	for (ssize_t i = 0; i < n; i++) {
+		char *p = util_path_join(path, l[i].name, l[i].name_len);
 
-		print_entry(s, p ? p : path, l.e[i].name, l.e[i].len, l.e[i].ino);
+		print_entry(s, p ? p : path, l[i].name, l[i].name_len, l[i].ino);
 		free(p);
 	}
-	for (size_t i = 0; s->rec && i < l.n; i++) {
+	for (ssize_t i = 0; s->rec && i < n; i++) {
 		char *p;
 
-		if (l.e[i].dtype != DT_DIR)
+		if (l[i].dtype != DT_DIR)
 			continue;
-		p = join(path, l.e[i].name);
+		p = util_path_join(path, l[i].name, l[i].name_len);
 		if (!p) {
 			s->failed = 1;
 			break;
 		}
 		putchar('\n');
-		list_dir(s, p, l.e[i].ino, 1);
+		list_dir(s, p, l[i].ino, 1);
 		free(p);
 	}
-	listing_free(&l);
+	free(l);
 }
 
 int cmd_ls(int argc, char **argv)

@@ -39,6 +39,10 @@ static const char mkfs_help[] =
 	"  --allow-empty-glob a manifest glob that matches nothing is not an error\n"
 	"  --force            replace an existing IMAGE that is not a cairn image\n"
 	"  --no-fsync         do not fsync the image before renaming it (faster, unsafe)\n"
+	"  --granule SIZE     bytes per SHA-256 digest of the image (4K..16M, a power\n"
+	"                     of two; default 128K, the reader's cache segment)\n"
+	"  --no-verity        no digest table and no root digest (readers then check\n"
+	"                     metadata checksums only)\n"
 	"  -q, --quiet        no progress bar, summary or warnings\n"
 	"  -h, --help         show this help\n"
 	"\n"
@@ -164,7 +168,8 @@ int cmd_mkfs(int argc, char **argv)
 		const char *a = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--manifest") || !strcmp(a, "--uid") || !strcmp(a, "--gid") ||
-			    !strcmp(a, "--mtime") || !strcmp(a, "--exclude") || !strcmp(a, "--order");
+			    !strcmp(a, "--mtime") || !strcmp(a, "--exclude") || !strcmp(a, "--order") ||
+			    !strcmp(a, "--granule");
 		if (takes && !val) {
 			cli_err("mkfs", "%s needs a value", a);
 			goto out;
@@ -183,6 +188,17 @@ int cmd_mkfs(int argc, char **argv)
 			o.force = 1;
 		} else if (!strcmp(a, "--allow-empty-glob")) {
 			o.allow_empty_globs = 1;
+		} else if (!strcmp(a, "--no-verity")) {
+			o.no_verity = 1;
+		} else if (!strcmp(a, "--granule")) {
+			uint64_t g;
+
+			if (cli_parse_size(val, &g) || g < 4096 || g > (16u << 20) || (g & (g - 1))) {
+				cli_err("mkfs", "--granule: needs a power of two from 4K to 16M, got '%s'",
+					val);
+				goto out;
+			}
+			o.granule_shift = (unsigned)__builtin_ctzll(g);
 		} else if (!strcmp(a, "--manifest")) {
 			manifest = val;
 		} else if (!strcmp(a, "--uid") || !strcmp(a, "--gid")) {
@@ -282,6 +298,12 @@ int cmd_mkfs(int argc, char **argv)
 		       image, s.inodes, s.files, s.dirs, s.symlinks, s.others, s.inline_files,
 		       s.sparse_files, s.dedup_files, s.data_bytes, s.image_size, s.meta_len,
 		       s.hot_len);
+		if (s.verity) {
+			char d[CAIRN_DIGEST_TEXT_LEN];
+
+			cairn_digest_format(s.root, d);
+			printf("%s: root digest %s\n", image, d);
+		}
 	}
 	cairn_mkfs_free(m);
 out:

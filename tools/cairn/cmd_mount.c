@@ -31,8 +31,19 @@ static const char usage[] =
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
 	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
 	"  prefetch        read the image's ordered (hot) prefix at mount\n"
+	"  verify=auto|meta|lazy|none  every byte read is checked against the image's\n"
+	"                  SHA-256 digests; auto and meta also check all metadata\n"
+	"                  before mounting (auto: when it is at most 4 MiB); none checks\n"
+	"                  no digests (unsafe for untrusted storage)\n"
+	"  digest=sha256:HEX  refuse the image unless its root digest is HEX\n"
+	"  prefetch=TRACE  read and push the ranges of a trace (a profile) at mount,\n"
+	"                  on any image; IMAGE.profile is used so by default\n"
+	"  learn=FILE      keep a profile in FILE: trace when it is absent, else\n"
+	"                  prefetch it and add what this run read to it at unmount\n"
+	"  noprofile       do not use IMAGE.profile\n"
+	"  keep_data       keep file data in the cache after replying (default: only\n"
+	"                  metadata and what the kernel has not taken yet)\n"
 	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
-	"                  (auto: when the metadata is at most 4 MiB)\n"
 	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
 	"                  ENOSPC shows at fsync()/close(), not at write()\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
@@ -137,6 +148,14 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		o->trace_file = val;
 	} else if (!strcmp(key, "prefetch") && !val) {
 		o->prefetch = 1;
+	} else if (!strcmp(key, "prefetch") && *val) {
+		o->prefetch_file = val;
+	} else if (!strcmp(key, "learn") && val && *val) {
+		o->learn_file = val;
+	} else if (!strcmp(key, "noprofile") && !val) {
+		o->no_profile = 1;
+	} else if (!strcmp(key, "keep_data") && !val) {
+		o->keep_data = 1;
 	} else if (!strcmp(key, "writeback") && !val) {
 		o->writeback = 1;
 	} else if (!strcmp(key, "single") && !val) {
@@ -152,10 +171,20 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 			o->verify = CAIRN_VERIFY_NONE;
 		else if (!strcmp(val, "meta"))
 			o->verify = CAIRN_VERIFY_META;
+		else if (!strcmp(val, "lazy"))
+			o->verify = CAIRN_VERIFY_LAZY;
 		else {
-			cli_err("mount", "-o verify is auto, meta or none, got '%s'", val);
+			cli_err("mount", "-o verify is auto, meta, lazy or none, got '%s'", val);
 			return -1;
 		}
+		o->open.verify.off = o->verify == CAIRN_VERIFY_NONE;
+	} else if (!strcmp(key, "digest")) {
+		if (!val || cairn_digest_parse(val, o->open.verify.root)) {
+			cli_err("mount", "-o digest needs sha256:<64 hex digits>, got '%s'",
+				val ? val : "");
+			return -1;
+		}
+		o->open.verify.has_root = 1;
 	} else if (!strcmp(key, "allow_other") && !val) {
 		o->allow_other = 1;
 	} else if (!strcmp(key, "fault_every")) {
@@ -260,8 +289,20 @@ static int parse_args(int argc, char **argv, struct cairn_mount_opts *o, const c
 		cli_err("mount", "--empty takes no image, so no overlay or tmp= either");
 		return CLI_EXIT_USAGE;
 	}
+	if (o->open.verify.off && o->open.verify.has_root) {
+		cli_err("mount", "digest= needs verification: drop verify=none");
+		return CLI_EXIT_USAGE;
+	}
 	if (o->overlay && o->tmp_paths) {
 		cli_err("mount", "overlay already makes every path writable; drop tmp=");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->learn_file && (o->trace_file || o->prefetch_file)) {
+		cli_err("mount", "learn= traces and prefetches by itself; drop trace= and prefetch=");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->empty && (o->learn_file || o->prefetch_file)) {
+		cli_err("mount", "--empty has no image to prefetch from");
 		return CLI_EXIT_USAGE;
 	}
 	return -1;

@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "stat",    cmd_stat,    "print the attributes of a path in an image" },
 	{ "extract", cmd_extract, "restore an image into a directory" },
 	{ "fsck",    cmd_fsck,    "check every structure and checksum of an image" },
+	{ "digest",  cmd_digest,  "recompute an image's root digest from all its bytes" },
 	{ "mount",   cmd_mount,   "serve an image (or RAM only) through FUSE" },
 	{ "bench",   cmd_bench,   "measure reads from an image in-process" },
 };
@@ -59,7 +60,7 @@ static int run(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("cairn %s\n", CAIRN_VERSION);
+		printf("cairn %s\n", cairn_version());
 		return CLI_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

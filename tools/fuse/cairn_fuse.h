@@ -30,7 +30,11 @@ struct cairn_fuse {
 	struct fuse_session *se;
 	const struct cairn_mount_opts *o;
 	struct cairn_trace *trace;      /* NULL unless trace= */
-	struct cairn_push *push;        /* NULL unless -o prefetch on an ordered image */
+	struct cairn_push *push;        /* NULL unless prefetching with hot ranges */
+	int prefetching;                /* -o prefetch, or a profile was loaded */
+	struct cairn_profile_stats profile; /* what the loaded profile matched */
+	char *learn_path;               /* learn=: the profile, absolute (malloc'd) */
+	char *learn_trace;              /* ... and this run's trace beside it */
 	char *mnt_abs;                  /* absolute mountpoint */
 	char *stats_path;               /* stats= as an absolute path, or NULL (owned) */
 	pthread_mutex_t init_lock;
@@ -43,6 +47,12 @@ struct cairn_fuse {
 	int writeback;                  /* the kernel took FUSE_CAP_WRITEBACK_CACHE */
 	uint64_t image_reads;           /* FUSE reads of image files (atomic) */
 	uint64_t image_read_bytes;      /* bytes they asked for (atomic) */
+	/* Digest mismatches already logged, as (inode, 128 KiB unit) keys, so the
+	 * kernel's retries of one bad range log one line (fuse_ops.c). */
+	pthread_mutex_t bad_lock;
+	uint64_t bad_keys[64][2];
+	unsigned bad_n;
+	uint64_t bad_reads;             /* reads answered EIO for a mismatch (atomic) */
 };
 
 extern const struct fuse_lowlevel_ops cairn_fuse_ops;
@@ -67,6 +77,7 @@ int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out);
  * inode; called before the reply that tells the kernel of the node. */
 void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino);
 void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes);
+void cairn_push_halt(struct cairn_push *p);
 void cairn_push_stop(struct cairn_push *p);
 
 #endif

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,12 @@
 
 #define RO_TIMEOUT 86400.0
 #define RW_TIMEOUT 1.0
+
+/* Node ids (node addresses, cairn/ns.h) are the kernel's inode numbers, and a
+ * file handle carries a pointer. */
+_Static_assert(sizeof(fuse_ino_t) >= sizeof(uint64_t), "fuse_ino_t must hold node ids");
+_Static_assert(sizeof(((struct fuse_file_info *)0)->fh) >= sizeof(uintptr_t),
+	       "fi->fh must hold a pointer");
 
 /* An open file: what release needs, and whether the kernel may keep its pages. */
 struct cairn_fuse_file {
@@ -33,7 +40,7 @@ static struct cairn_fuse *ctx_of(fuse_req_t req)
  * image is an IO error to applications. */
 static int to_errno(long rc)
 {
-	if (rc == -CAIRN_ECORRUPT)
+	if (rc == -CAIRN_ECORRUPT || rc == -CAIRN_EDIGEST)
 		return EIO;
 	return rc < 0 ? (int)-rc : EIO;
 }
@@ -84,16 +91,6 @@ static void to_entry(const struct cairn_ns_entry *e, struct fuse_entry_param *fe
 	fe->attr_timeout = attr_timeout_of(e);
 	fe->entry_timeout = timeout_of(e);
 	to_stat(&e->st, &fe->attr);
-}
-
-/* With FUSE_HANDLE_KILLPRIV_V2 (killpriv.c) the kernel leaves dropping file
- * capabilities on write, truncate and chown to us, as it would do itself. */
-static void drop_caps(fuse_req_t req, fuse_ino_t ino)
-{
-	struct cairn_fuse *cf = ctx_of(req);
-
-	if (__atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED))
-		cairn_ns_removexattr(cf->ns, ino, "security.capability"); /* mostly ENODATA */
 }
 
 static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
@@ -220,10 +217,6 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 		fuse_reply_err(req, to_errno(rc));
 		return;
 	}
-	if ((sa.valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) && S_ISREG(e.st.mode)) {
-		drop_caps(req, ino);
-		cairn_ns_getattr(ctx_of(req)->ns, ino, &e); /* the ctime may have moved */
-	}
 	to_stat(&e.st, &st);
 	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
@@ -323,8 +316,6 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* With the write-back cache the kernel places appends itself and writes
 	 * pages back at their offsets; appending again here would move them. */
 	f->append = (fi->flags & O_APPEND) && !ctx_of(req)->o->writeback;
-	if (fi->flags & O_TRUNC)
-		drop_caps(req, ino);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Nothing is buffered here, so close() need not ask (FLUSH) at all; with
 	 * the write-back cache the kernel still writes back and reports errors.
@@ -431,6 +422,32 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 	return fuse_reply_iov(r->req, iov, iovcnt);
 }
 
+/* A read met bytes that do not match the image's digests: log it once per
+ * inode and 128 KiB of the file (the kernel retries page by page), with the path
+ * when the namespace still knows it. The daemon goes on serving. */
+static void log_mismatch(struct cairn_fuse *cf, fuse_ino_t ino, off_t off, size_t size)
+{
+	uint64_t key[2] = { ino, (uint64_t)off >> 17 };
+	char path[PATH_MAX];
+	int seen = 0;
+
+	__atomic_add_fetch(&cf->bad_reads, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&cf->bad_lock);
+	for (unsigned i = 0; i < cf->bad_n && i < 64 && !seen; i++)
+		seen = cf->bad_keys[i][0] == key[0] && cf->bad_keys[i][1] == key[1];
+	if (!seen) {
+		memcpy(cf->bad_keys[cf->bad_n % 64], key, sizeof(key));
+		cf->bad_n++;
+	}
+	pthread_mutex_unlock(&cf->bad_lock);
+	if (seen)
+		return;
+	if (cairn_ns_path(cf->ns, ino, path, sizeof(path)) <= 0)
+		snprintf(path, sizeof(path), "(inode %llu)", (unsigned long long)ino);
+	fprintf(stderr, "cairn: %s: %s: read of %zu bytes at offset %lld: data does not match "
+		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
+}
+
 static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
@@ -447,6 +464,8 @@ static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 		__atomic_add_fetch(&cf->image_reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&cf->image_read_bytes, size, __ATOMIC_RELAXED);
 	}
+	if (rc == -CAIRN_EDIGEST)
+		log_mismatch(cf, ino, off, size);
 	if (!r.replied)
 		fuse_reply_err(req, to_errno(rc));
 	else if (traced && from_image)
@@ -467,8 +486,6 @@ static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, si
 	sid = cred.uid != 0 && __atomic_load_n(&cf->killpriv_v2, __ATOMIC_RELAXED) &&
 	      cairn_ns_getattr(cf->ns, ino, &e) == 0 && (e.st.mode & (S_ISUID | S_ISGID));
 	n = cairn_ns_write(cf->ns, ino, buf, size, (uint64_t)off, f && f->append, &cred);
-	if (n > 0)
-		drop_caps(req, ino);
 	/* The write cleared set-user-ID behind the kernel's back (KILLPRIV_V2):
 	 * drop its cached mode before write() returns. */
 	if (n > 0 && sid)
@@ -558,10 +575,10 @@ static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino,
 		       uint64_t next)
 {
 	struct dir_fill *d = ctx;
-	char cname[256];
+	char cname[CAIRN_NAME_MAX + 1];
 	size_t room = d->size - d->used, need;
 
-	if (len > 255)
+	if (len > CAIRN_NAME_MAX)
 		return 0;
 	memcpy(cname, name, len);
 	cname[len] = 0;
@@ -663,7 +680,7 @@ static void cairn_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
 	v.f_files = s.files;
 	v.f_ffree = s.files_free;
 	v.f_favail = s.files_free;
-	v.f_namemax = s.name_max ? s.name_max : 255;
+	v.f_namemax = s.name_max ? s.name_max : CAIRN_NAME_MAX;
 	fuse_reply_statfs(req, &v);
 }
 

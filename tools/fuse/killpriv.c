@@ -6,8 +6,8 @@
  * costs a GETXATTR "security.capability" round trip (file_remove_privs()). With
  * it the kernel sets SB_NOSEC, asks once per inode, and leaves clearing
  * set-user-ID, set-group-ID and security.capability on write, truncate and chown
- * to the daemon (cairn_ramfs already clears the mode bits for non-root callers,
- * fuse_ops.c drops the capability).
+ * to the daemon: the namespace applies those rules itself, for every caller
+ * (cairn_ns_write, cairn_ns_setattr, cairn_ns_open in cairn/ns.h).
  *
  * The session's I/O goes through these two hooks: read() notes the kernel's INIT
  * request (its id and whether it offers the flag), writev() adds the flag to the

@@ -13,18 +13,24 @@ struct cairn_mount_opts {
 	const char *tmp_paths;          /* "/tmp:/var/log" or NULL */
 	const char *stats_file;         /* IO counters at unmount and on SIGUSR1 */
 	const char *trace_file;         /* first-read order, for mkfs --order */
+	const char *prefetch_file;      /* prefetch=TRACE: a profile to prefetch and push */
+	const char *learn_file;         /* learn=FILE: a profile kept up to date */
+	int no_profile;                 /* noprofile: ignore IMAGE.profile */
+	int keep_data;                  /* keep_data: cache file data after replying too */
 	struct cairn_open_opts open;
 	struct cairn_fault_config fault;
 	int has_fault;
 	uint64_t size_limit, inode_limit;
 	unsigned max_threads;           /* 0 = libfuse default */
-	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount */
+	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount; NONE
+					   also turns digest checking off (open.verify.off) */
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
 };
 
 #define CAIRN_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
 #define CAIRN_VERIFY_NONE 1
 #define CAIRN_VERIFY_META 2
+#define CAIRN_VERIFY_LAZY 3 /* digests checked, metadata checked on first use only */
 
 /* Mount and serve until unmounted; returns a process exit code. In daemon mode
  * the caller's process exits when the mount is up (0) or failed (1). */

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * -o prefetch, second half: page-cache push. The prefetch reads the image's hot
- * prefix into the daemon's cache at mount; without more, each page the program
- * then faults in still costs it a FUSE round trip (hundreds for Java Hello). So
- * when the kernel learns of an image file with data in the hot prefix (lookup,
- * readdirplus), its hot ranges join a queue that one thread works through lowest
- * device offset first, storing each range straight into the kernel's page cache
- * (FUSE notify_store). The prefix is laid out in the order the traced program
- * first read it, so across all files this runs ahead of the program in the order
- * it will fault. A page the
- * program asks for first is simply read as usual; storing it again later writes
- * the same bytes.
+ * -o prefetch, second half: page-cache push. The prefetch reads the hot ranges
+ * (the hot prefix of an ordered image, or a loaded profile) into the daemon's
+ * cache at mount; without more, each page the program then faults in still
+ * costs it a FUSE round trip (hundreds for Java Hello). So when the kernel
+ * learns of an image file with hot ranges (lookup, readdirplus), they join a
+ * queue that one thread works through in the order the traced program first
+ * read them (cairn_image_hot_ranges' `pos`: the device offset in a hot prefix,
+ * the profile position otherwise), storing each range straight into the
+ * kernel's page cache (FUSE notify_store). Across all files this runs ahead of
+ * the program in the order it will fault. A page the program asks for first is
+ * simply read as usual; storing it again later writes the same bytes.
  *
  * Safety: the image never changes, so any stored page is right. Node ids are
  * addresses and get reused once freed, so each queued range holds a lookup
@@ -29,7 +29,7 @@
 #define PAGE 4096u
 
 struct push_range {
-	uint64_t dev_off, file_off, len, node;
+	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
 };
 
@@ -37,11 +37,12 @@ struct cairn_push {
 	struct cairn_fuse *cf;
 	pthread_mutex_t lock;     /* guards the fields below, but tid and buf */
 	pthread_cond_t cond;
-	struct push_range *heap;  /* min-heap on dev_off */
+	struct push_range *heap;  /* min-heap on pos: first read first */
 	size_t n, cap;
 	uint64_t *seen;           /* open-addressed set of image inodes queued once */
 	size_t seen_mask, seen_count;
 	int stop;
+	int joined;               /* the thread has ended (cairn_push_halt) */
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
@@ -84,7 +85,7 @@ static int seen_add(struct cairn_push *p, uint64_t ino)
 	return 1;
 }
 
-/* ---- the queue: a binary min-heap on device offset (lock held) ---- */
+/* ---- the queue: a binary min-heap on pos (lock held) ---- */
 
 static void heap_swap(struct push_range *h, size_t a, size_t b)
 {
@@ -109,7 +110,7 @@ static int heap_push(struct cairn_push *p, const struct push_range *r)
 	}
 	i = p->n++;
 	p->heap[i] = *r;
-	while (i && p->heap[(i - 1) / 2].dev_off > p->heap[i].dev_off) {
+	while (i && p->heap[(i - 1) / 2].pos > p->heap[i].pos) {
 		heap_swap(p->heap, i, (i - 1) / 2);
 		i = (i - 1) / 2;
 	}
@@ -125,9 +126,9 @@ static struct push_range heap_pop(struct cairn_push *p)
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
 
-		if (l < p->n && p->heap[l].dev_off < p->heap[m].dev_off)
+		if (l < p->n && p->heap[l].pos < p->heap[m].pos)
 			m = l;
-		if (r < p->n && p->heap[r].dev_off < p->heap[m].dev_off)
+		if (r < p->n && p->heap[r].pos < p->heap[m].pos)
 			m = r;
 		if (m == i)
 			return top;
@@ -144,7 +145,7 @@ struct file_ranges {
 	size_t n, cap;
 };
 
-static int collect_range(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_t len)
+static int collect_range(void *ctx, uint64_t file_off, uint64_t pos, uint64_t len)
 {
 	struct file_ranges *f = ctx;
 
@@ -157,7 +158,7 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t dev_off, uint64_
 		f->v = v;
 		f->cap = ncap;
 	}
-	f->v[f->n++] = (struct push_range){ dev_off, file_off, len, f->node, 0 };
+	f->v[f->n++] = (struct push_range){ pos, file_off, len, f->node, 0 };
 	return 0;
 }
 
@@ -222,7 +223,7 @@ static size_t push_piece(struct cairn_push *p, struct push_range *r)
 		r->len = 0;
 		return (size_t)got;
 	}
-	r->dev_off += off + (uint64_t)got - r->file_off;
+	r->pos += off + (uint64_t)got - r->file_off;
 	r->len = end - (off + (uint64_t)got);
 	r->file_off = off + (uint64_t)got;
 	return (size_t)got;
@@ -290,16 +291,27 @@ void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Ends the thread, dropping the references of ranges never pushed. NULL is a no-op. */
-void cairn_push_stop(struct cairn_push *p)
+/* Ends the thread, so nothing writes to the FUSE channel any more (call it before
+ * the session is unmounted: unmounting closes the channel's descriptor). The
+ * counters stay readable. NULL or a second call is a no-op. */
+void cairn_push_halt(struct cairn_push *p)
 {
-	if (!p)
+	if (!p || p->joined)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = 1;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->tid, NULL);
+	p->joined = 1;
+}
+
+/* Ends the thread, dropping the references of ranges never pushed. NULL is a no-op. */
+void cairn_push_stop(struct cairn_push *p)
+{
+	if (!p)
+		return;
+	cairn_push_halt(p);
 	for (size_t i = 0; i < p->n; i++)
 		cairn_ns_forget(p->cf->ns, p->heap[i].node, 1);
 	pthread_cond_destroy(&p->cond);

@@ -339,6 +339,86 @@ static void test_prefetch_claims(void **state)
 	rig_close(&r);
 }
 
+/* Segments a reader keeps (delivered) are dropped once all their bytes are, and
+ * their memory with them; a partly delivered one stays. Readahead and prefetch
+ * do not fetch a dropped segment again; a read of it does. */
+static void test_delivered(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct cairn_cache_stats st;
+	struct rig r;
+	uint64_t n;
+
+	rig_open(&r, 8u << 20, &cfg, 0);
+	check_read(&r, 0, 1u << 20, NULL);
+	cairn_cache_drain(r.cache);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_true(st.resident_bytes >= 1u << 20);
+	n = dev_requests(&r);
+	cairn_cache_delivered(r.cache, 0, 65536 * 3 + 4096); /* 3 whole, 1 in part */
+	cairn_cache_delivered(r.cache, 65536 * 5 + 1, 65536); /* no whole 32nd of #5 */
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.dropped, 3);
+	/* The rest of segment 3, in two pieces: then it goes too. */
+	cairn_cache_delivered(r.cache, 65536 * 3 + 4096, 30000);
+	cairn_cache_delivered(r.cache, 65536 * 3 + 4096 + 28672, 65536 - 4096 - 28672);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.dropped, 4);
+	/* Prefetching the range again fetches nothing: the reader has it. */
+	cairn_cache_prefetch(r.cache, 0, 1u << 20);
+	cairn_cache_drain(r.cache);
+	assert_int_equal(dev_requests(&r), n);
+	/* A read of a dropped segment fetches it again, and it is right. */
+	check_read(&r, 65536 + 100, 1000, NULL);
+	assert_int_equal(dev_requests(&r), n + 1);
+	check_read(&r, 65536 * 4, 65536 * 2, NULL); /* still cached */
+	assert_int_equal(dev_requests(&r), n + 1);
+	rig_close(&r);
+}
+
+/* Ranges in the order they are wanted: merged into max_io runs (gaps filled),
+ * most wanted first, at most the budget. */
+static void test_prefetch_ranges(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 4u << 20 };
+	struct cairn_range want[] = {
+		{ (5u << 20) + 100, 1000 },     /* first wanted, far out */
+		{ 0, 4096 },
+		{ 65536 * 3, 4096 },            /* gap of 2 segments: filled */
+		{ 65536 * 20, 4096 },           /* past max_io from 0: a request of its own */
+		{ 65536 * 2, 65536 },           /* inside the first run */
+		{ 7u << 20, 16u << 20 },        /* past the device end, and the budget */
+	};
+	struct cairn_cache_stats st;
+	struct rig r;
+	uint64_t got;
+
+	rig_open(&r, 8u << 20, &cfg, 0);
+	got = cairn_cache_prefetch_ranges(r.cache, want, sizeof(want) / sizeof(want[0]));
+	cairn_cache_drain(r.cache);
+	/* 5 MiB: 1 segment; 0..3: 4; 20: 1; 7 MiB..8 MiB: 16 segments */
+	assert_int_equal(got, (1 + 4 + 1 + 16) * 65536);
+	assert_int_equal(dev_requests(&r), 4);
+	/* All of it is there: no read misses (they may start readahead, which is
+	 * why requests are not counted here). */
+	for (uint64_t o = 0; o < 4 * 65536; o += 4096)
+		check_read(&r, o, 4096, NULL);
+	check_read(&r, 65536 * 20, 4096, NULL);
+	check_read(&r, (5u << 20) + 100, 1000, NULL);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.misses, 0);
+	assert_int_equal(cairn_cache_prefetch_ranges(r.cache, NULL, 0), 0);
+	rig_close(&r);
+
+	/* Over the budget: the most wanted are taken, up to the budget. */
+	rig_open(&r, 64u << 20, &cfg, 0);
+	want[0] = (struct cairn_range){ 0, 32u << 20 };
+	assert_int_equal(cairn_cache_prefetch_ranges(r.cache, want, 1), 4u << 20);
+	cairn_cache_drain(r.cache);
+	assert_int_equal(dev_requests(&r), 4);
+	rig_close(&r);
+}
+
 static void test_bad_config(void **state)
 {
 	unsigned char b[16] = { 0 };
@@ -373,6 +453,8 @@ int main(void)
 		cmocka_unit_test(test_passthrough),
 		cmocka_unit_test(test_prefetch),
 		cmocka_unit_test(test_prefetch_claims),
+		cmocka_unit_test(test_delivered),
+		cmocka_unit_test(test_prefetch_ranges),
 		cmocka_unit_test(test_bad_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,10 @@
 /*
  * Many threads read random ranges (and some read files sequentially, which
  * drives readahead) through one cache with a tight budget, so fills, waits,
- * evictions and readahead all race. Every byte is checked against the source.
+ * evictions and readahead all race. Half of them hand what they read on as
+ * delivered (use-once), so segments are dropped, left as ghosts and fetched
+ * again under the others' feet, and profile prefetches claim runs meanwhile.
+ * Every byte is checked against the source.
  * `make tsan-test` runs this under ThreadSanitizer.
  */
 #include <errno.h>
@@ -54,9 +57,18 @@ static void *reader(void *p)
 				if (cairn_cache_read(sh->cache, buf, len, o, &h) != (ssize_t)len ||
 				    memcmp(buf, sh->src + o, len))
 					t->bad++;
+				else if (t->id % 8 == 7)
+					cairn_cache_delivered(sh->cache, o, len);
 			}
 			if (i % 8 == 0)
 				cairn_cache_prefetch(sh->cache, rng_next(&rng) % DEV_SIZE, 1u << 20);
+			if (i % 8 == 4) {
+				struct cairn_range r[3];
+
+				for (int k = 0; k < 3; k++)
+					r[k] = (struct cairn_range){ rng_next(&rng) % DEV_SIZE, 70000 };
+				cairn_cache_prefetch_ranges(sh->cache, r, 3);
+			}
 			continue;
 		}
 		uint64_t off = rng_next(&rng) % DEV_SIZE;
@@ -66,6 +78,8 @@ static void *reader(void *p)
 		if (cairn_cache_read(sh->cache, buf, len, off, NULL) != (ssize_t)want ||
 		    memcmp(buf, sh->src + off, want))
 			t->bad++;
+		else if (t->id % 2)
+			cairn_cache_delivered(sh->cache, off, want);
 	}
 	free(buf);
 	return NULL;

@@ -142,7 +142,7 @@ static struct img *build(void)
 	assert_non_null(m);
 	s = super_of(m);
 	memcpy(s->magic, CAIRN_MAGIC_BYTES, 8);
-	s->version_major = CAIRN_VERSION_MAJOR;
+	s->version_major = CAIRN_FORMAT_VERSION_MAJOR;
 	s->block_size = CAIRN_BLOCK_SIZE;
 	s->inode_size = CAIRN_INODE_SIZE;
 	s->compat = CAIRN_COMPAT_FILE_HASH | CAIRN_COMPAT_HOT_PREFIX;

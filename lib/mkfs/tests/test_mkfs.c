@@ -85,14 +85,17 @@ static void img_check_super(struct img *im)
 	uint64_t h = s.super_hash;
 
 	assert_memory_equal(s.magic, CAIRN_MAGIC_BYTES, 8);
-	assert_int_equal(s.version_major, CAIRN_VERSION_MAJOR);
+	assert_int_equal(s.version_major, CAIRN_FORMAT_VERSION_MAJOR);
 	assert_int_equal(s.block_size, CAIRN_BLOCK_SIZE);
 	assert_int_equal(s.inode_size, CAIRN_INODE_SIZE);
 	s.super_hash = 0;
 	assert_true(XXH3_64bits(&s, sizeof(s)) == h);
 	assert_true(s.image_size == im->len);
+	/* Block 0 is zero but for the verity record (docs/FORMAT.md "Verification"). */
 	for (size_t i = CAIRN_SUPER_SIZE; i < CAIRN_BLOCK_SIZE; i++)
-		assert_int_equal(im->p[i], 0);
+		if (!(s.compat & CAIRN_COMPAT_VERITY) || i < CAIRN_VERITY_SUPER_OFF ||
+		    i >= CAIRN_VERITY_SUPER_OFF + sizeof(struct cairn_disk_verity_super))
+			assert_int_equal(im->p[i], 0);
 	assert_true(s.meta_off % 4096 == 0 && s.meta_len % 4096 == 0);
 	assert_true(s.data_off % 4096 == 0 && s.image_size % 4096 == 0);
 	assert_true(s.data_off + s.data_len == s.image_size);

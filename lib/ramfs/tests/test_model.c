@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <linux/falloc.h>
 #include "helpers.h"
+#include "util/tests/model.h"
 
 #define NDIRS 4                 /* root + 3 subdirectories */
 #define NNAMES 6                /* file names per directory: n0..n5 */
@@ -45,27 +46,16 @@ struct model {
 #define TRACE(m, ...) do { if ((m)->trace) { fprintf(stderr, "%d: ", (m)->op); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
-#define CHECK(m, cond, ...) do { \
-	if (!(cond)) { \
-		print_error("seed=%" PRIu64 " op=%d: ", (m)->seed, (m)->op); \
-		print_error(__VA_ARGS__); \
-		print_error("\n(rerun with CAIRN_SEED=%" PRIu64 ")\n", (m)->seed); \
-		fail(); \
-	} \
-} while (0)
+#define CHECK(m, cond, ...) T_MODEL_CHECK((m)->seed, "ramfs", (m)->op, cond, __VA_ARGS__)
 
 static uint64_t rnd(struct model *m)
 {
-	/* xorshift64* */
-	m->rng ^= m->rng >> 12;
-	m->rng ^= m->rng << 25;
-	m->rng ^= m->rng >> 27;
-	return m->rng * 2685821657736338717ull;
+	return t_rng_next(&m->rng);
 }
 
 static uint64_t rn(struct model *m, uint64_t n)
 {
-	return n ? rnd(m) % n : 0;
+	return t_rng_below(&m->rng, n);
 }
 
 static char *nm(int i, char *b)
@@ -477,7 +467,7 @@ static void run_seed(uint64_t seed, int nops)
 
 	m->seed = seed;
 	m->trace = getenv("CAIRN_MODEL_TRACE") != NULL;
-	m->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	m->rng = t_rng_seed(seed);
 	m->cs = rn(m, 3) ? 4096 : 16384;
 	if (rn(m, 2))
 		m->limit_chunks = 40 + rn(m, 200);

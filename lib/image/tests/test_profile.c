@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Profiles (learned prefetch) over images made with cairn_mkfs: what a trace
+ * matches in an image, what it skips, that prefetching it cuts device requests,
+ * that a profile of another tree is harmless, that growth is bounded, and that a
+ * saved profile survives the writer dying mid-write (kill -9, a write that fails).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cairn/cairn.h>
+#include <cairn/mkfs.h>
+
+#define NSMALL 20
+#define SMALL  20000u
+#define BIG    (4u << 20)
+
+struct fixture {
+	char dir[64];
+	char img[96], other[96];
+};
+
+static void put(const char *dir, const char *rel, size_t size, unsigned seed)
+{
+	char p[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	for (size_t i = 0; i < size; i++)
+		fputc((int)((i * 31 + seed) & 0xff), f);
+	fclose(f);
+}
+
+static void build(const char *src, const char *out)
+{
+	struct cairn_mkfs_opts mo;
+	struct cairn_mkfs *m;
+
+	cairn_mkfs_opts_init(&mo);
+	mo.no_fsync = 1;
+	assert_int_equal(cairn_mkfs_new(&mo, &m), 0);
+	assert_int_equal(cairn_mkfs_add_tree(m, "/", src), 0);
+	assert_int_equal(cairn_mkfs_write_path(m, out), 0);
+	cairn_mkfs_free(m);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	char src[128], p[256];
+
+	strcpy(fx->dir, "/tmp/cairn-profile-test.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	/* The image: small files side by side, a big one, a directory, a symlink. */
+	snprintf(src, sizeof(src), "%s/src", fx->dir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	snprintf(p, sizeof(p), "%s/d", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	for (int i = 0; i < NSMALL; i++) {
+		char rel[32];
+
+		snprintf(rel, sizeof(rel), "d/f%02d", i);
+		put(src, rel, SMALL, (unsigned)i);
+	}
+	put(src, "big", BIG, 7);
+	snprintf(p, sizeof(p), "%s/link", src);
+	assert_int_equal(symlink("big", p), 0);
+	snprintf(fx->img, sizeof(fx->img), "%s/img", fx->dir);
+	build(src, fx->img);
+	/* Another tree: some of the same names, other sizes. */
+	snprintf(src, sizeof(src), "%s/other", fx->dir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	snprintf(p, sizeof(p), "%s/d", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put(src, "d/f01", 100, 1);
+	put(src, "big", 5000, 2);
+	snprintf(fx->other, sizeof(fx->other), "%s/other.img", fx->dir);
+	build(src, fx->other);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
+	if (system(cmd)) {
+		/* left behind in /tmp; harmless */
+	}
+	free(fx);
+	return 0;
+}
+
+/* Page-sized segments, so that each small file is a miss of its own. */
+static struct cairn_image *open_img(const char *path)
+{
+	struct cairn_open_opts oo;
+	struct cairn_image *img;
+
+	memset(&oo, 0, sizeof(oo));
+	oo.cache.segment_size = 4096;
+	assert_int_equal(cairn_image_open_path(path, &oo, &img), 0);
+	return img;
+}
+
+static uint64_t requests(struct cairn_image *img)
+{
+	struct cairn_bdev_counters c;
+
+	assert_int_equal(cairn_image_device_counters(img, &c), 0);
+	return c.requests;
+}
+
+struct ranges {
+	uint64_t off[64], pos[64], len[64];
+	size_t n;
+};
+
+static int collect(void *ctx, uint64_t off, uint64_t pos, uint64_t len)
+{
+	struct ranges *r = ctx;
+
+	assert_true(r->n < 64);
+	r->off[r->n] = off;
+	r->pos[r->n] = pos;
+	r->len[r->n++] = len;
+	return 0;
+}
+
+static cairn_ino_t ino_of(struct cairn_image *img, const char *path)
+{
+	cairn_ino_t ino;
+
+	assert_int_equal(cairn_image_resolve(img, path, 0, &ino), 0);
+	return ino;
+}
+
+static void test_matches(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	struct ranges r = { .n = 0 };
+	const char *text = "/big 8192 4096\n"
+			   "/d/f03\n"                  /* whole file */
+			   "/gone 0 4096\n"            /* not in the image */
+			   "/d 0 4096\n"               /* a directory */
+			   "/link 0 4096\n"            /* a symlink, not followed */
+			   "/big 99999999 4096\n"      /* past the end */
+			   "/big 4096 8192\n"          /* overlaps: only 4096..8192 is new */
+			   "/big 4190208 100000\n"     /* cut at the end of the file */
+			   "/big 12288 4096\n";        /* follows 8192+4096 in the file */
+
+	assert_int_equal(cairn_image_hot_bytes(img), 0);
+	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), &st), 0);
+	assert_int_equal(st.records, 9);
+	assert_int_equal(st.missing, 3);
+	assert_int_equal(st.past_eof, 1);
+	assert_int_equal(st.bytes, 4096 + SMALL + 4096 + (BIG - 4190208) + 4096);
+	assert_int_equal(cairn_image_hot_bytes(img), st.bytes);
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	/* In the order first read: 8192 first, then the new part of the overlap. */
+	assert_int_equal(r.n, 4);
+	assert_int_equal(r.off[0], 8192);
+	assert_int_equal(r.len[0], 4096);
+	assert_int_equal(r.pos[0], 0);
+	assert_int_equal(r.off[1], 4096);
+	assert_int_equal(r.len[1], 4096);
+	assert_int_equal(r.off[2], 4190208);
+	assert_int_equal(r.len[2], BIG - 4190208);
+	assert_int_equal(r.off[3], 12288);
+	for (size_t i = 1; i < r.n; i++)
+		assert_true(r.pos[i] > r.pos[i - 1]);
+	r.n = 0;
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/d/f03"), collect, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.off[0], 0);
+	assert_int_equal(r.len[0], SMALL);
+	assert_int_equal(r.pos[0], 4096);
+	r.n = 0;
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/d/f04"), collect, &r), 0);
+	assert_int_equal(r.n, 0);
+	cairn_image_close(img);
+}
+
+/* Every other small file, read as a program would: a request each without a
+ * profile (small files are fetched whole), a few merged ones with it. */
+static void read_half(struct cairn_image *img)
+{
+	static char buf[SMALL];
+
+	for (int i = 0; i < NSMALL; i += 2) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/d/f%02d", i);
+		assert_int_equal(cairn_image_read(img, ino_of(img, path), buf, SMALL, 0), SMALL);
+		for (size_t k = 0; k < SMALL; k += 997)
+			assert_int_equal((unsigned char)buf[k], (k * 31 + (size_t)i) & 0xff);
+	}
+}
+
+static void test_fewer_requests(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	char text[1024];
+	size_t len = 0;
+	uint64_t before, plain, with;
+
+	for (int i = 0; i < NSMALL; i += 2)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "/d/f%02d 0 %u\n", i, SMALL);
+	/* Resolving the paths reads metadata: count from after that, both ways. */
+	for (int i = 0; i < NSMALL; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/d/f%02d", i);
+		(void)ino_of(img, path);
+	}
+	before = requests(img);
+	read_half(img);
+	plain = requests(img) - before;
+	cairn_image_close(img);
+
+	img = open_img(fx->img);
+	assert_int_equal(cairn_image_profile_load(img, text, len, NULL), 0);
+	before = requests(img);
+	cairn_image_prefetch_hot(img);
+	read_half(img);
+	cairn_cache_drain(cairn_image_cache(img));
+	with = requests(img) - before;
+	cairn_image_close(img);
+	print_message("requests: %llu without the profile, %llu with it\n",
+		      (unsigned long long)plain, (unsigned long long)with);
+	assert_int_equal(plain, NSMALL / 2);
+	assert_true(with <= 2); /* 400 KB: one max_io request (two if it straddles one) */
+}
+
+static void test_other_tree_harmless(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *other = open_img(fx->other), *img;
+	struct cairn_profile_stats st;
+	char path[128];
+	const char *text = "/big 0 4194304\n/d/f01 0 20000\n/d/f02 0 20000\n";
+	struct ranges r = { .n = 0 };
+	static char buf[BIG];
+
+	/* A profile learned on one image, used on the other, both ways. */
+	assert_int_equal(cairn_image_profile_load(other, text, strlen(text), &st), 0);
+	assert_int_equal(st.missing, 1);
+	assert_int_equal(st.bytes, 5000 + 100);
+	snprintf(path, sizeof(path), "%s/learned", fx->dir);
+	assert_int_equal(cairn_image_profile_save(other, NULL, path, NULL), 0);
+	assert_int_equal(cairn_image_hot_ranges(other, ino_of(other, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.len[0], 5000);
+	cairn_image_prefetch_hot(other);
+	assert_int_equal(cairn_image_read(other, ino_of(other, "/big"), buf, BIG, 0), 5000);
+	for (size_t k = 0; k < 5000; k++)
+		assert_int_equal((unsigned char)buf[k], (k * 31 + 2) & 0xff);
+	cairn_image_close(other);
+
+	img = open_img(fx->img);
+	assert_int_equal(cairn_image_profile_load_file(img, path, &st), 0);
+	assert_int_equal(st.missing, 0);
+	assert_int_equal(st.bytes, 5000 + 100);
+	cairn_image_prefetch_hot(img);
+	assert_int_equal(cairn_image_read(img, ino_of(img, "/big"), buf, BIG, 0), BIG);
+	for (size_t k = 0; k < BIG; k += 4093)
+		assert_int_equal((unsigned char)buf[k], (k * 31 + 7) & 0xff);
+	read_half(img);
+	cairn_image_close(img);
+}
+
+static void test_garbage(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	static char text[1 << 16];
+
+	srand(17);
+	for (size_t i = 0; i < sizeof(text); i++)
+		text[i] = (char)(rand() & 0xff);
+	assert_int_equal(cairn_image_profile_load(img, text, sizeof(text), &st), 0);
+	assert_int_equal(st.bytes, 0);
+	cairn_image_prefetch_hot(img);
+	read_half(img);
+	cairn_image_close(img);
+}
+
+/* A text of n distinct 4-byte ranges of /big, 8 bytes apart. */
+static char *many_ranges(size_t n, size_t *len)
+{
+	size_t cap = n * 32, at = 0;
+	char *t = malloc(cap);
+
+	assert_non_null(t);
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)snprintf(t + at, cap - at, "/big %zu 4\n", i * 8);
+	*len = at;
+	return t;
+}
+
+static void test_bounded(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	size_t len, n = CAIRN_PROFILE_MAX_RANGES + 1000;
+	char *text = many_ranges(n, &len);
+
+	assert_int_equal(cairn_image_profile_load(img, text, len, &st), 0);
+	assert_int_equal(st.ranges, CAIRN_PROFILE_MAX_RANGES);
+	assert_int_equal(st.dropped, 1000);
+	/* Loading it again adds nothing: every range is there already, or dropped. */
+	assert_int_equal(cairn_image_profile_load(img, text, len, &st), 0);
+	assert_int_equal(st.ranges, CAIRN_PROFILE_MAX_RANGES);
+	free(text);
+	cairn_image_close(img);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* The profile file is either what it was or the whole new one. */
+static void assert_old_or_new(const char *path, const char *old, size_t old_len,
+			      const char *new, size_t new_len, int *saw_new)
+{
+	size_t len;
+	char *now = slurp(path, &len);
+
+	assert_non_null(now);
+	if (len == new_len && !memcmp(now, new, len))
+		*saw_new = 1;
+	else if (len != old_len || memcmp(now, old, len))
+		fail_msg("%s is neither the old profile nor the new one (%zu bytes)", path, len);
+	free(now);
+}
+
+/* Does what a learning mount does at unmount, in a child: loads the profile at
+ * out, joins the trace to it and saves it. Returns the child's pid. */
+static pid_t save_child(const char *img_path, const char *trace, const char *out,
+			rlim_t fsize)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cairn_open_opts oo;
+		struct cairn_image *img;
+		struct rlimit rl = { fsize, fsize };
+
+		memset(&oo, 0, sizeof(oo));
+		if (fsize != RLIM_INFINITY) {
+			signal(SIGXFSZ, SIG_IGN);
+			setrlimit(RLIMIT_FSIZE, &rl);
+		}
+		if (cairn_image_open_path(img_path, &oo, &img) ||
+		    cairn_image_profile_load_file(img, out, NULL))
+			_exit(2);
+		_exit(cairn_image_profile_save(img, trace, out, NULL) ? 1 : 0);
+	}
+	return pid;
+}
+
+static void test_save_survives_kill(void **state)
+{
+	struct fixture *fx = *state;
+	char trace[128], path[128], ref[128], cmd[512];
+	size_t len, old_len, new_len;
+	char *text = many_ranges(CAIRN_PROFILE_MAX_RANGES / 2, &len), *old, *new;
+	struct cairn_image *img;
+	struct timespec t0, t1;
+	int status, saw_new = 0;
+	long ns;
+	FILE *f;
+
+	snprintf(trace, sizeof(trace), "%s/trace", fx->dir);
+	snprintf(path, sizeof(path), "%s/app.profile", fx->dir);
+	snprintf(ref, sizeof(ref), "%s/ref.profile", fx->dir);
+	f = fopen(trace, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+	free(text);
+	/* The old profile: two ranges; the new one: many (some MB of text). */
+	img = open_img(fx->img);
+	assert_int_equal(cairn_image_profile_load(img, "/d/f01\n/big 0 4096\n", 19, NULL), 0);
+	assert_int_equal(cairn_image_profile_save(img, NULL, path, NULL), 0);
+	assert_int_equal(cairn_image_profile_save(img, trace, ref, NULL), 0);
+	cairn_image_close(img);
+	old = slurp(path, &old_len);
+	new = slurp(ref, &new_len);
+	assert_non_null(old);
+	assert_non_null(new);
+	assert_true(new_len > 1000000);
+	assert_true(old_len < new_len);
+
+	/* A write that fails half-way (the file size limit) leaves the old file. */
+	assert_true(waitpid(save_child(fx->img, trace, path, new_len / 2), &status, 0) > 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	assert_old_or_new(path, old, old_len, new, new_len, &saw_new);
+	assert_false(saw_new);
+
+	/* kill -9 at moments spread over a whole save (timed on a copy). */
+	f = fopen(ref, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(old, 1, old_len, f), old_len);
+	fclose(f);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_true(waitpid(save_child(fx->img, trace, ref, RLIM_INFINITY), &status, 0) > 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_old_or_new(ref, old, old_len, new, new_len, &saw_new);
+	assert_true(saw_new);
+	saw_new = 0;
+	ns = (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec);
+	for (int i = 0; i < 24; i++) {
+		pid_t pid = save_child(fx->img, trace, path, RLIM_INFINITY);
+		struct timespec d = { 0, ns * i / 20 % 1000000000L };
+
+		nanosleep(&d, NULL);
+		kill(pid, SIGKILL);
+		assert_true(waitpid(pid, &status, 0) > 0);
+		assert_old_or_new(path, old, old_len, new, new_len, &saw_new);
+		if (saw_new) { /* put the old one back for the next round */
+			f = fopen(path, "w");
+			assert_non_null(f);
+			assert_int_equal(fwrite(old, 1, old_len, f), old_len);
+			fclose(f);
+			saw_new = 0;
+		}
+	}
+	/* Temporary files of killed writers are left beside it, never in its place. */
+	snprintf(cmd, sizeof(cmd), "rm -f %s.??????", path);
+	if (system(cmd)) {
+		/* nothing to remove */
+	}
+	free(old);
+	free(new);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_matches, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fewer_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_tree_harmless, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

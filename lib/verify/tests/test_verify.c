@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Verified images end to end: a small tree goes through mkfs (4 KiB granules)
+ * into an image, then
+ *  - every byte of it is flipped in turn, and the image is opened with its root
+ *    digest pinned and every file, link and directory read back: each flip is
+ *    refused at open or fails the reads that need it, and whatever read succeeds
+ *    returns the original bytes (never wrong data with success); the whole-image
+ *    scan (cairn digest) detects every flip;
+ *  - a wrong pinned root, and a pinned root on an image without digests, refuse;
+ *  - two builds of one tree have one root digest;
+ *  - a bad granule fails only the reads that need it: the cache refetches a
+ *    merged run segment by segment, and the bad one again on the next read;
+ *  - the verify device's open read is handed to the cache (no second request).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <cairn/cairn.h>
+
+#define NFILES 4
+static const char *const g_paths[NFILES] = { "/a", "/d/e", "/c", "/d/big" };
+static const size_t g_sizes[NFILES] = { 5000, 3000, 100, 24000 };
+
+struct fx {
+	char root[64], src[96], img[96], img2[96];
+	uint8_t want[NFILES][40000];
+	uint8_t digest[CAIRN_DIGEST_LEN];
+	uint8_t *bytes;
+	size_t len;
+};
+
+static void put(struct fx *f, int i)
+{
+	char p[256];
+	int fd;
+
+	for (size_t k = 0; k < g_sizes[i]; k++)
+		f->want[i][k] = (uint8_t)(k * 7 + (size_t)i * 31 + (k >> 8));
+	snprintf(p, sizeof(p), "%s%s", f->src, g_paths[i]);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, f->want[i], g_sizes[i]), (ssize_t)g_sizes[i]);
+	close(fd);
+}
+
+static void build(struct fx *f, const char *img, int no_verity, uint8_t root[CAIRN_DIGEST_LEN])
+{
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs_stats st;
+	struct cairn_mkfs *m;
+
+	cairn_mkfs_opts_init(&o);
+	o.set_mtime = 1;
+	o.mtime = 1700000000;
+	o.no_fsync = 1;
+	o.granule_shift = 12;
+	o.no_verity = no_verity;
+	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
+	assert_int_equal(cairn_mkfs_add_tree(m, "/", f->src), 0);
+	assert_int_equal(cairn_mkfs_add_symlink(m, "/l", "d/e"), 0);
+	assert_int_equal(cairn_mkfs_write_path(m, img), 0);
+	cairn_mkfs_get_stats(m, &st);
+	assert_int_equal(st.verity, !no_verity);
+	if (root)
+		memcpy(root, st.root, CAIRN_DIGEST_LEN);
+	cairn_mkfs_free(m);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char p[160];
+	struct stat st;
+	int fd;
+
+	assert_non_null(f);
+	snprintf(f->root, sizeof(f->root), "/tmp/cairn-verify-XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+	snprintf(f->src, sizeof(f->src), "%s/src", f->root);
+	snprintf(f->img, sizeof(f->img), "%s/img", f->root);
+	snprintf(f->img2, sizeof(f->img2), "%s/img2", f->root);
+	assert_int_equal(mkdir(f->src, 0755), 0);
+	snprintf(p, sizeof(p), "%s/d", f->src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	for (int i = 0; i < NFILES; i++)
+		put(f, i);
+	build(f, f->img, 0, f->digest);
+	fd = open(f->img, O_RDONLY);
+	assert_true(fd >= 0 && !fstat(fd, &st));
+	f->len = (size_t)st.st_size;
+	f->bytes = malloc(f->len);
+	assert_int_equal(pread(fd, f->bytes, f->len, 0), (ssize_t)f->len);
+	close(fd);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->root);
+	assert_int_equal(system(cmd), 0);
+	free(f->bytes);
+	free(f);
+	return 0;
+}
+
+/* 4 KiB segments, one per granule: a bad granule fails exactly its segment. */
+static void opts_pinned(struct cairn_open_opts *o, const uint8_t root[CAIRN_DIGEST_LEN])
+{
+	memset(o, 0, sizeof(*o));
+	o->cache.segment_size = 4096;
+	o->cache.budget_bytes = 1u << 20; /* opened once per flipped byte: keep it cheap */
+	o->cache.threads = 1;
+	if (root) {
+		o->verify.has_root = 1;
+		memcpy(o->verify.root, root, CAIRN_DIGEST_LEN);
+	}
+}
+
+/* Reads everything; returns how many reads failed. A read that succeeds must
+ * return the original bytes. */
+static int read_all(struct fx *f, struct cairn_image *img)
+{
+	static uint8_t buf[40000];
+	int failed = 0;
+	cairn_ino_t ino;
+	char target[16];
+	ssize_t n;
+
+	for (int i = 0; i < NFILES; i++) {
+		struct cairn_stat st;
+
+		if (cairn_image_resolve(img, g_paths[i], 1, &ino) || cairn_image_stat(img, ino, &st)) {
+			failed++;
+			continue;
+		}
+		assert_int_equal(st.size, g_sizes[i]);
+		/* Read in two pieces, so a bad granule in one leaves the other served. */
+		for (size_t off = 0; off < g_sizes[i]; off += 20000) {
+			size_t len = g_sizes[i] - off < 20000 ? g_sizes[i] - off : 20000;
+
+			n = cairn_image_read(img, ino, buf, len, off);
+			if (n < 0) {
+				assert_true(n == -CAIRN_EDIGEST || n == -CAIRN_ECORRUPT);
+				failed++;
+				continue;
+			}
+			assert_int_equal(n, (ssize_t)len);
+			assert_memory_equal(buf, f->want[i] + off, len);
+		}
+	}
+	if (cairn_image_resolve(img, "/l", 0, &ino) ||
+	    (n = cairn_image_readlink(img, ino, target, sizeof(target))) < 0) {
+		failed++;
+	} else {
+		assert_int_equal(n, 3);
+		assert_memory_equal(target, "d/e", 3);
+	}
+	return failed;
+}
+
+static void write_byte(const char *path, size_t off, uint8_t v)
+{
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &v, 1, (off_t)off), 1);
+	close(fd);
+}
+
+/* Whether the full scan (cairn digest) sees the damage. */
+static int scan_detects(struct fx *f)
+{
+	struct cairn_bdev *dev;
+	uint8_t root[CAIRN_DIGEST_LEN];
+	long n;
+
+	assert_int_equal(cairn_bdev_mem_new(f->bytes, f->len, 0, &dev), 0);
+	n = cairn_verify_scan(dev, root, NULL, NULL);
+	cairn_bdev_close(dev);
+	return n != 0 || memcmp(root, f->digest, CAIRN_DIGEST_LEN);
+}
+
+/* The stack open.c builds, over the bytes in memory: verify -> cache -> image. */
+static int open_mem(struct fx *f, const struct cairn_open_opts *o, struct cairn_image **img)
+{
+	struct cairn_bdev *mem, *v;
+	struct cairn_cache *c;
+	int rc;
+
+	assert_int_equal(cairn_bdev_mem_new(f->bytes, f->len, 0, &mem), 0);
+	rc = cairn_bdev_verify_new(mem, &o->verify, NULL, 0, &v);
+	if (rc) {
+		cairn_bdev_close(mem);
+		return rc;
+	}
+	assert_int_equal(cairn_cache_new(v, &o->cache, &c), 0);
+	rc = cairn_image_open(c, img);
+	if (rc)
+		cairn_cache_free(c);
+	return rc;
+}
+
+static void test_flip_every_byte(void **state)
+{
+	struct fx *f = *state;
+	struct cairn_open_opts o;
+	unsigned refused = 0, eio = 0, unnoticed = 0;
+
+	opts_pinned(&o, f->digest);
+	for (size_t i = 0; i < f->len; i++) {
+		struct cairn_image *img = NULL;
+
+		f->bytes[i] ^= 0x5a;
+		if (open_mem(f, &o, &img) < 0)
+			refused++;
+		else if (read_all(f, img))
+			eio++;
+		else
+			unnoticed++; /* a byte no read needs: the data still matched */
+		cairn_image_close(img);
+		assert_true(scan_detects(f));
+		f->bytes[i] ^= 0x5a;
+	}
+	print_message("%zu flips: %u refused at open, %u failed reads, %u read nothing bad\n",
+		      f->len, refused, eio, unnoticed);
+	assert_true(refused > 0 && eio > 0);
+}
+
+static void test_pinned_root(void **state)
+{
+	struct fx *f = *state;
+	struct cairn_open_opts o;
+	struct cairn_image *img;
+	uint8_t wrong[CAIRN_DIGEST_LEN], root[CAIRN_DIGEST_LEN];
+	struct cairn_bdev_counters dc;
+	char why[256];
+
+	memcpy(wrong, f->digest, sizeof(wrong));
+	wrong[31] ^= 1;
+	opts_pinned(&o, wrong);
+	assert_int_equal(cairn_image_open_path_ex(f->img, &o, why, sizeof(why), &img),
+			 -CAIRN_EDIGEST);
+	assert_non_null(strstr(why, "root digest is sha256:"));
+	opts_pinned(&o, f->digest);
+	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(cairn_image_root_digest(img, root), 0);
+	assert_memory_equal(root, f->digest, sizeof(root));
+	assert_int_equal(read_all(f, img), 0);
+	/* The image is smaller than the verify device's open read, which the cache
+	 * was primed with: everything was read in that one request. */
+	assert_int_equal(cairn_image_device_counters(img, &dc), 0);
+	assert_int_equal(dc.requests, 1);
+	cairn_image_close(img);
+	/* Without digests a pinned root cannot be met; unpinned, it opens. */
+	build(f, f->img2, 1, NULL);
+	assert_int_equal(cairn_image_open_path_ex(f->img2, &o, why, sizeof(why), &img),
+			 -CAIRN_EDIGEST);
+	opts_pinned(&o, NULL);
+	assert_int_equal(cairn_image_open_path(f->img2, &o, &img), 0);
+	assert_int_equal(cairn_image_root_digest(img, root), -ENODATA);
+	cairn_image_close(img);
+}
+
+static void test_reproducible(void **state)
+{
+	struct fx *f = *state;
+	uint8_t root[CAIRN_DIGEST_LEN];
+
+	build(f, f->img2, 0, root);
+	assert_memory_equal(root, f->digest, sizeof(root));
+}
+
+/* A bad granule inside one large merged request: only the reads that need it
+ * fail, every time (it is never cached as good), and the rest are served. */
+static void test_bad_granule_alone(void **state)
+{
+	struct fx *f = *state;
+	struct cairn_open_opts o;
+	struct cairn_image *img;
+	struct cairn_verify_stats vs;
+	static uint8_t buf[40000];
+	const size_t size = g_sizes[3];
+	uint64_t lo, hi;
+	cairn_ino_t ino;
+
+	opts_pinned(&o, f->digest);
+	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(cairn_image_resolve(img, "/d/big", 1, &ino), 0);
+	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0);
+	cairn_image_close(img);
+	write_byte(f->img, (size_t)lo + 3 * 4096 + 5, (uint8_t)(f->bytes[lo + 3 * 4096 + 5] ^ 1));
+	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	for (int round = 0; round < 2; round++) {
+		/* The whole file in one read: one merged request, then piece by piece. */
+		assert_int_equal(cairn_image_read(img, ino, buf, size, 0), -CAIRN_EDIGEST);
+		assert_int_equal(cairn_image_read(img, ino, buf, 4096, 0), 4096);
+		assert_memory_equal(buf, f->want[3], 4096);
+		assert_int_equal(cairn_image_read(img, ino, buf, 4096, 4 * 4096), 4096);
+		assert_memory_equal(buf, f->want[3] + 4 * 4096, 4096);
+		assert_int_equal(cairn_image_read(img, ino, buf, 10, 3 * 4096), -CAIRN_EDIGEST);
+	}
+	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
+	assert_true(vs.mismatches >= 4);
+	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
+	cairn_image_close(img);
+	/* Without verification the bad byte is served: that is what "none" means. */
+	o.verify.off = 1;
+	o.verify.has_root = 0;
+	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(cairn_image_read(img, ino, buf, size, 0), (ssize_t)size);
+	assert_true(memcmp(buf, f->want[3], size) != 0);
+	cairn_image_close(img);
+	write_byte(f->img, (size_t)lo + 3 * 4096 + 5, f->bytes[lo + 3 * 4096 + 5]);
+}
+
+static void test_digest_text(void **state)
+{
+	uint8_t d[CAIRN_DIGEST_LEN], e[CAIRN_DIGEST_LEN];
+	char t[CAIRN_DIGEST_TEXT_LEN];
+
+	(void)state;
+	cairn_sha256("abc", 3, d);
+	cairn_digest_format(d, t);
+	/* FIPS 180-2's example. */
+	assert_string_equal(t, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_int_equal(cairn_digest_parse(t, e), 0);
+	assert_memory_equal(d, e, sizeof(d));
+	t[7] = 'B';
+	assert_int_equal(cairn_digest_parse(t, e), 0);
+	assert_int_equal(cairn_digest_parse("sha256:ab", e), -EINVAL);
+	assert_int_equal(cairn_digest_parse("md5:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", e),
+			 -EINVAL);
+	t[8] = 'g';
+	assert_int_equal(cairn_digest_parse(t, e), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_digest_text),
+		cmocka_unit_test(test_pinned_root),
+		cmocka_unit_test(test_reproducible),
+		cmocka_unit_test(test_bad_granule_alone),
+		cmocka_unit_test(test_flip_every_byte),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
