@@ -42,7 +42,7 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 				struct cairn_stat st;
 
 				if (cairn_ramfs_getattr(ns->ram, de->ino, &st) == 0 &&
-				    ns_is_whiteout(&st))
+				    ns_is_whiteout(ns, &st))
 					continue;
 			}
 			pthread_mutex_lock(&ns->lock);
