@@ -655,21 +655,14 @@ int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t of
 int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int whence)
 {
 	struct ns_node *n = ns_node_get(ns, node);
-	struct cairn_stat st;
-	int rc;
 
 	if (ns_has_upper(n))
 		return cairn_ramfs_lseek(ns->ram, n->upper, off, whence);
-	rc = cairn_image_stat(ns->img, n->lower, &st);
-	if (rc)
-		return rc;
-	if (off < 0 || (uint64_t)off >= st.size)
+	if (off < 0)
 		return -ENXIO;
-	if (whence == SEEK_DATA)
-		return off;
-	if (whence == SEEK_HOLE)
-		return (int64_t)st.size;
-	return -EINVAL;
+	/* The image knows its holes (extents of sparse files): cp, tar -S and rsync
+	 * -S skip them instead of reading gigabytes of zeros. */
+	return cairn_image_lseek(ns->img, n->lower, (uint64_t)off, whence);
 }
 
 int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out)

@@ -44,6 +44,7 @@ struct cairn_fuse {
 	int killpriv_v2;                /* the kernel took FUSE_HANDLE_KILLPRIV_V2 */
 	int no_open;                    /* opens stay in the kernel (read-only image) */
 	int no_opendir;
+	int writeback;                  /* the kernel took FUSE_CAP_WRITEBACK_CACHE */
 	uint64_t image_reads;           /* FUSE reads of image files (atomic) */
 	uint64_t image_read_bytes;      /* bytes they asked for (atomic) */
 	/* Digest mismatches already logged, as (inode, 128 KiB unit) keys, so the

@@ -506,8 +506,18 @@ static void cairn_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t
 static void cairn_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 			     struct fuse_file_info *fi)
 {
-	int64_t r = cairn_ns_lseek(ctx_of(req)->ns, ino, off, whence);
+	int64_t r;
 
+	/* With the write-back cache the kernel holds data and size the daemon has
+	 * not seen yet, and sends LSEEK without writing them back first: an
+	 * answer from here would call dirty data a hole (cp --sparse would skip
+	 * it) or say ENXIO below the kernel's end of file. ENOSYS makes the
+	 * kernel answer from its own size, every file all data. */
+	if (ctx_of(req)->writeback) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	r = cairn_ns_lseek(ctx_of(req)->ns, ino, off, whence);
 	if (r < 0)
 		fuse_reply_err(req, to_errno(r));
 	else
@@ -767,6 +777,7 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 		 * pages too, where it cannot tell who wrote. */
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+		cf->writeback = 1;
 	} else {
 		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
 	}
