@@ -50,6 +50,8 @@ CLI_SRCS  := $(sort $(wildcard tools/cairn/*.c tools/fuse/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 HELPER_SRCS := $(sort $(wildcard tools/mount.cairn/*.c))
 HELPER_OBJS := $(HELPER_SRCS:%.c=$(BUILD)/%.o)
+# Front ends see the public headers only (tests/build/tools_public.sh).
+$(CLI_OBJS) $(HELPER_OBJS): INC_CFLAGS := -Iinclude
 EXAMPLES  := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 BENCH_TOOLS := $(patsubst bench/%/main.c,$(BUILD)/bench/%,$(wildcard bench/*/main.c))
 # Unit tests: lib/<layer>/tests/test_<name>.c, one cmocka program each.
@@ -118,9 +120,11 @@ $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
 
+# Plain C beside libc: only the public headers (craft.c's format headers are
+# reached by relative paths, as the fuzz build reaches them).
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) -o $@ $< $(LDSAN)
+	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) -Iinclude -o $@ $< $(LDSAN)
 
 # Examples of embedding libcairn, built so they keep compiling.
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIBA)

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/image.h>
 
 #define CAIRN_DCTX_POOL 8

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/mkfs.h>
 
 #define MK_NONE UINT32_MAX
