@@ -2,7 +2,7 @@
 /*
  * cairn mount IMAGE MOUNTPOINT [-f] [-s] [-o opts]
  * cairn mount --empty MOUNTPOINT [-f] [-o opts]
- * Parses the command line into struct cairn_mount_opts; the FUSE daemon
+ * Parses the command line into struct mount_opts; the FUSE daemon
  * (tools/fuse) does the rest.
  */
 #include <errno.h>
@@ -98,7 +98,7 @@ static int generic_opt(const char *key)
 	return 0;
 }
 
-static int parse_one(struct cairn_mount_opts *o, char *key)
+static int parse_one(struct mount_opts *o, char *key)
 {
 	char *val = strchr(key, '=');
 	uint64_t v;
@@ -180,18 +180,18 @@ static int parse_one(struct cairn_mount_opts *o, char *key)
 		o->max_threads = (unsigned)v;
 	} else if (!strcmp(key, "verify") && val) {
 		if (!strcmp(val, "auto"))
-			o->verify = CAIRN_VERIFY_AUTO;
+			o->verify = MOUNT_VERIFY_AUTO;
 		else if (!strcmp(val, "none"))
-			o->verify = CAIRN_VERIFY_NONE;
+			o->verify = MOUNT_VERIFY_NONE;
 		else if (!strcmp(val, "meta"))
-			o->verify = CAIRN_VERIFY_META;
+			o->verify = MOUNT_VERIFY_META;
 		else if (!strcmp(val, "lazy"))
-			o->verify = CAIRN_VERIFY_LAZY;
+			o->verify = MOUNT_VERIFY_LAZY;
 		else {
 			cli_err("mount", "-o verify is auto, meta, lazy or none, got '%s'", val);
 			return -1;
 		}
-		o->open.verify.off = o->verify == CAIRN_VERIFY_NONE;
+		o->open.verify.off = o->verify == MOUNT_VERIFY_NONE;
 	} else if (!strcmp(key, "digest")) {
 		if (!val || cairn_digest_parse(val, o->open.verify.root)) {
 			cli_err("mount", "-o digest needs sha256:<64 hex digits>, got '%s'",
@@ -248,7 +248,7 @@ static int add_opts(char **all, const char *opts)
 	return 0;
 }
 
-static int parse_opts(struct cairn_mount_opts *o, char *s)
+static int parse_opts(struct mount_opts *o, char *s)
 {
 	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save))
@@ -260,7 +260,7 @@ static int parse_opts(struct cairn_mount_opts *o, char *s)
 /* The command line into o and pos; *all collects the -o strings (the caller
  * frees it, after the mount: the options point into it). Returns -1 to go on,
  * else the exit code. */
-static int parse_args(int argc, char **argv, struct cairn_mount_opts *o, const char *pos[2],
+static int parse_args(int argc, char **argv, struct mount_opts *o, const char *pos[2],
 		      int *npos, char **all)
 {
 	for (int i = 1; i < argc; i++) {
@@ -326,7 +326,7 @@ static int parse_args(int argc, char **argv, struct cairn_mount_opts *o, const c
 
 int cmd_mount(int argc, char **argv)
 {
-	struct cairn_mount_opts o;
+	struct mount_opts o;
 	const char *pos[2];
 	char *all = NULL;
 	int npos = 0, rc;
@@ -340,7 +340,7 @@ int cmd_mount(int argc, char **argv)
 		 * default_permissions); others' mounts stay private unless asked. */
 		if (geteuid() == 0)
 			o.allow_other = 1;
-		rc = cairn_fuse_mount(&o);
+		rc = daemon_mount(&o);
 	}
 	free(all);
 	return rc;
