@@ -35,5 +35,8 @@ struct mount_opts {
 /* Mount and serve until unmounted; returns a process exit code. In daemon mode
  * the caller's process exits when the mount is up (0) or failed (1). */
 int daemon_mount(const struct mount_opts *o);
+/* `cairn mount`'s command line (argv[0] is the program, then its arguments):
+ * parses it and mounts; returns the process exit code (options.c). */
+int daemon_cmdline(int argc, char **argv);
 
 #endif
