@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/remote.h>
 
 #define DC_MAGIC "cairndc1"

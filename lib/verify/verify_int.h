@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/verify.h>
 
 /* A verity record in host order, checked against the superblock beside it. */

@@ -29,6 +29,11 @@ int bench_rw_main(int argc, char **argv);
 #define CLI_EXIT_FAIL    1  /* the operation failed (IO error, corrupt image, ...) */
 #define CLI_EXIT_USAGE   2  /* bad command line */
 
+/* Flushes and closes stdout at exit; output that never got there (a full disk,
+ * a closed pipe) turns rc into CLI_EXIT_FAIL with a message for "cairn <cmd>"
+ * (cmd may be NULL). Returns the exit code. */
+int cli_close_stdout(const char *cmd, int rc);
+
 /* Options every image-reading command takes: --cache-size, --segment, --delay,
  * --max-io, --offset, --direct, --stats, --digest, --verify. */
 struct cli_image_opts {

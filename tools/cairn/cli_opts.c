@@ -431,3 +431,21 @@ void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style)
 			ds.hits, ds.misses, ds.stored, ds.evicted, ds.torn, ds.write_errors,
 			ds.used_bytes);
 }
+
+/*
+ * Output that never reached stdout (a full disk, a closed pipe, > /dev/full) is a
+ * failure, whatever the command thought: flush and close stdout here, once for
+ * every command, and turn an error into exit 1 with a message.
+ */
+int cli_close_stdout(const char *cmd, int rc)
+{
+	int failed = ferror(stdout);
+
+	errno = 0;
+	if (fclose(stdout) || failed) {
+		fprintf(stderr, "cairn%s%s: writing to stdout: %s\n", cmd ? " " : "", cmd ? cmd : "",
+			errno ? strerror(errno) : "write error");
+		return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
+	}
+	return rc;
+}

@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <xxhash.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/image.h>
 #include <cairn/mkfs.h>
 
