@@ -533,8 +533,10 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 		(void)fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
+	/* Readahead starts past this read's own segments: one that failed its
+	 * check is out of the table by now, and must not be fetched again for it. */
 	if (!err && plan.ra_hi)
-		start_readahead(c, &plan, 0);
+		start_readahead(c, &plan, (last + 1) << c->seg_shift);
 	for (size_t i = 0; i < own.n; i++) {
 		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* READY or FAILED by now */
 
