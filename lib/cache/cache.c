@@ -13,6 +13,11 @@
  * A failed fetch removes its segments from the table before anyone can see
  * them as data, and every reader waiting on them gets the error. Nothing of a
  * failed request stays cached, so the next read asks the device again.
+ *
+ * Over a verify device (c->verify) a fetch reads from below it and checks each
+ * segment apart with the verify device's checks: the reader's own segments on
+ * its thread, the neighbours its read was widened to on a worker, each
+ * published as soon as it is checked. A bad granule fails its segment only.
  */
 #include <errno.h>
 #include <stdlib.h>
