@@ -108,6 +108,7 @@ static void delay_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops delay_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "delay",
 	.read = delay_read,
 	.close = delay_close,

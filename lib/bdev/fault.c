@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cairn/bdev.h>
+#include <cairn/testing.h>
 
 struct bad_range {
 	uint64_t lo, hi;
@@ -123,6 +124,7 @@ static void fault_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops fault_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "fault",
 	.read = fault_read,
 	.close = fault_close,

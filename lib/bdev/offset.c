@@ -26,6 +26,7 @@ static void offset_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops offset_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "offset",
 	.read = offset_read,
 	.close = offset_close,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reader internals shared by reader.c (lookups and reads), fsck.c (the full
- * check) and open.c (building the device stack). Not a public header.
+ * check) and digest.c (the root digest). Not a public header.
  */
 #ifndef CAIRN_IMAGE_INT_H
 #define CAIRN_IMAGE_INT_H
@@ -17,8 +17,6 @@
 /* The superblock fields in host byte order, already checked for bounds. */
 struct cairn_image {
 	struct cairn_cache *cache;       /* owned */
-	struct cairn_bdev *stats_dev;    /* inside the cache's stack, not owned; may be NULL */
-	struct cairn_bdev *fault_dev;    /* same */
 	struct cairn_disk_super raw;     /* the superblock bytes as read */
 	uint32_t compat, incompat, ro_compat;
 	uint64_t image_size, inode_count, root_ino;

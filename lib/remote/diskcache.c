@@ -420,6 +420,7 @@ static void dc_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops dc_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "diskcache",
 	.read = dc_read,
 	.close = dc_close,
@@ -594,6 +595,7 @@ static void offline_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops offline_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "offline",
 	.read = offline_read,
 	.close = offline_close,

@@ -26,7 +26,8 @@ static inline int cairn_fuse_image_only(const struct cairn_mount_opts *o)
 /* The daemon's state, handed to every handler as the session's userdata. */
 struct cairn_fuse {
 	struct cairn_ns *ns;
-	struct cairn_image *img;        /* NULL with --empty */
+	struct cairn_stack *stack;      /* owns img and its devices; NULL with --empty */
+	struct cairn_image *img;        /* the stack's image; NULL with --empty */
 	struct fuse_session *se;
 	const struct cairn_mount_opts *o;
 	struct cairn_trace *trace;      /* NULL unless trace= */
