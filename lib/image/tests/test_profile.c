@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
+#include "util/tests/open_image.h"
 
 #define NSMALL 20
 #define SMALL  20000u
