@@ -652,7 +652,7 @@ int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t of
 	return rc ? rc : cairn_ramfs_fallocate(ns->ram, n->upper, mode, off, len);
 }
 
-int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int whence)
+int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, uint64_t off, int whence)
 {
 	struct ns_node *n = ns_node_get(ns, node);
 	struct cairn_stat st;
@@ -663,10 +663,10 @@ int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int when
 	rc = cairn_image_stat(ns->img, n->lower, &st);
 	if (rc)
 		return rc;
-	if (off < 0 || (uint64_t)off >= st.size)
+	if (off >= st.size)
 		return -ENXIO;
 	if (whence == SEEK_DATA)
-		return off;
+		return (int64_t)off;
 	if (whence == SEEK_HOLE)
 		return (int64_t)st.size;
 	return -EINVAL;
