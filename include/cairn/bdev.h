@@ -46,8 +46,8 @@ struct cairn_bdev {
 
 /* Registers a device: checks ops (a version this library knows, read and close
  * set) and fills in the base. An embedder's device is set up so before it is
- * stacked or cached; -EINVAL (dev untouched) for an ops table this library
- * cannot use (the library's own devices fill tables it knows). */
+ * stacked or cached (the library's wrappers are too); -EINVAL (dev untouched)
+ * for an ops table this library cannot use. */
 int cairn_bdev_init(struct cairn_bdev *dev, const struct cairn_bdev_ops *ops,
 		    struct cairn_bdev *below, uint64_t size);
 

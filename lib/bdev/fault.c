@@ -141,9 +141,7 @@ int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_conf
 		free(f);
 		return -ENOMEM;
 	}
-	f->base.ops = &fault_ops;
-	f->base.below = below;
-	f->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&f->base, &fault_ops, below, cairn_bdev_size(below));
 	if (cfg) {
 		f->cfg = *cfg;
 		f->active = 1;

@@ -65,9 +65,7 @@ int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out)
 
 	if (!s)
 		return -ENOMEM;
-	s->base.ops = &stats_ops;
-	s->base.below = below;
-	s->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&s->base, &stats_ops, below, cairn_bdev_size(below));
 	*out = &s->base;
 	return 0;
 }

@@ -492,9 +492,7 @@ int cairn_bdev_diskcache_new(struct cairn_bdev *below, const struct cairn_diskca
 	d->max_bytes = cfg->max_bytes ? cfg->max_bytes : DEFAULT_MAX;
 	d->chunk = chunk;
 	pthread_mutex_init(&d->lock, NULL);
-	d->base.ops = &dc_ops;
-	d->base.below = below;
-	d->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&d->base, &dc_ops, below, cairn_bdev_size(below));
 	rc = dc_open_files(d, cfg->dir);
 	if (rc == 0) {
 		/* Measure what earlier runs (or crashes) left, and fit a lowered budget. */

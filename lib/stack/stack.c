@@ -55,7 +55,7 @@ struct plan {
 struct cairn_stack {
 	struct cairn_image *img;                  /* owns the cache; NULL when raw */
 	struct cairn_cache *cache;                /* owns the devices */
-	struct cairn_bdev *stats;                 /* inside the image's stack */
+	struct cairn_bdev *stats;                 /* inside the image's stack; NULL offline */
 	struct cairn_bdev *fault;                 /* same; NULL without one */
 };
 
@@ -588,6 +588,8 @@ struct cairn_bdev *cairn_stack_bdev(struct cairn_stack *s)
 
 int cairn_stack_counters(struct cairn_stack *s, struct cairn_bdev_counters *out)
 {
+	if (!s->stats) /* offline: the disk cache alone serves the image */
+		return -ENOENT;
 	return cairn_bdev_get_stats(s->stats, out);
 }
 
