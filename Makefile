@@ -138,7 +138,7 @@ $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 # reached by relative paths, as the fuzz build reaches them).
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) -Iinclude -o $@ $< $(LDSAN)
+	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) $(INC_CFLAGS) -o $@ $< $(LDSAN)
 
 # Examples of embedding libcairn, built so they keep compiling.
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIBA)

@@ -149,7 +149,7 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size_t len,
 		       uint64_t off, int append, const struct cairn_cred *cred);
 int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t off, uint64_t len);
-int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int whence);
+int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, uint64_t off, int whence);
 int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out);
 
 int cairn_ns_setxattr(struct cairn_ns *ns, uint64_t node, const char *name, const void *value,

@@ -427,6 +427,7 @@ static void qcow2_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops qcow2_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "qcow2",
 	.read = qcow2_read,
 	.close = qcow2_close,

@@ -3,8 +3,8 @@
  * Reader internals shared by the files of the image reader (as erofs-utils
  * splits its lib: super.c opens and reads metadata blocks, namei.c inodes,
  * lookup and resolve, dir.c readdir, data.c reads, lseek and maps, xattr.c
- * xattrs, chunk.c compressed files), fsck.c (the full check) and open.c
- * (building the device stack). Not a public header.
+ * xattrs, chunk.c compressed files), fsck.c (the full check) and digest.c
+ * (the root digest). Not a public header.
  *
  * Trust model: nothing read from the image is used before it is checked. The
  * superblock is checked whole at open (hash, then every region against the image
@@ -27,8 +27,6 @@
 /* The superblock fields in host byte order, already checked for bounds. */
 struct cairn_image {
 	struct cairn_cache *cache;       /* owned */
-	struct cairn_bdev *stats_dev;    /* inside the cache's stack, not owned; may be NULL */
-	struct cairn_bdev *fault_dev;    /* same */
 	struct cairn_disk_super raw;     /* the superblock bytes as read */
 	uint32_t compat, incompat, ro_compat;
 	uint64_t image_size, inode_count, root_ino;

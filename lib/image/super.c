@@ -267,8 +267,8 @@ static int chunked_open(struct cairn_image *img, char *why, size_t why_len)
 	return rc ? rc : cairn_image_chunk_init(img);
 }
 
-int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
-			struct cairn_image **out)
+int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
+		     struct cairn_image **out)
 {
 	struct cairn_bdev *dev = cairn_cache_bdev(cache);
 	uint64_t dev_size = dev ? cairn_bdev_size(dev) : 0;
@@ -315,11 +315,6 @@ fail:
 	pthread_mutex_destroy(&img->why_lock);
 	free(img);
 	return rc;
-}
-
-int cairn_image_open(struct cairn_cache *cache, struct cairn_image **out)
-{
-	return cairn_image_open_ex(cache, NULL, 0, out);
 }
 
 void cairn_image_close(struct cairn_image *img)

@@ -145,7 +145,8 @@ static void verify_close(struct cairn_bdev *dev)
 	free(vd);
 }
 
-static const struct cairn_bdev_ops verify_ops = { "verify", verify_read, verify_close };
+static const struct cairn_bdev_ops verify_ops = { CAIRN_BDEV_OPS_VERSION, "verify", verify_read,
+						   verify_close };
 
 #define WHY(err, ...) (snprintf(why, why_len, __VA_ARGS__), (err))
 

@@ -132,6 +132,7 @@ int cmd_ls(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct ls s = { 0 };
+	struct cairn_stack *stack;
 	struct cairn_image_info info;
 	struct cairn_stat st;
 	const char *path;
@@ -152,7 +153,8 @@ int cmd_ls(int argc, char **argv)
 	}
 	path = npos > 1 ? pos[1] : "/";
 	s.image = pos[0];
-	s.img = cli_open_image("ls", s.image, &o);
+	stack = cli_open_image("ls", s.image, &o);
+	s.img = stack ? cairn_stack_image(stack) : NULL;
 	if (!s.img)
 		return CLI_EXIT_FAIL;
 	cairn_image_get_info(s.img, &info);
@@ -160,7 +162,7 @@ int cmd_ls(int argc, char **argv)
 	s.seen = calloc((size_t)(info.inode_count / 8 + 1), 1);
 	if (!s.seen) {
 		cli_err("ls", "out of memory");
-		cairn_image_close(s.img);
+		cairn_stack_close(stack);
 		return CLI_EXIT_FAIL;
 	}
 	/* Like ls: a symlink named on the command line is listed itself with -l,
@@ -176,8 +178,8 @@ int cmd_ls(int argc, char **argv)
 	} else {
 		print_entry(&s, path, path, strlen(path), ino);
 	}
-	cli_print_stats(&o, s.img);
+	cli_print_stats(&o, stack);
 	free(s.seen);
-	cairn_image_close(s.img);
+	cairn_stack_close(stack);
 	return s.failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

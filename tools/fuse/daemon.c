@@ -90,7 +90,7 @@ static void write_stats(struct daemon *cf)
 		struct cairn_cache_stats cs;
 		struct cairn_chunk_cache_stats zs;
 
-		if (cairn_image_device_counters(cf->img, &dc) == 0) {
+		if (cairn_stack_counters(cf->stack, &dc) == 0) {
 			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
 			fprintf(f, "device_bytes %" PRIu64 "\n", dc.bytes);
 			fprintf(f, "device_errors %" PRIu64 "\n", dc.errors);
@@ -173,8 +173,8 @@ static void *sig_main(void *arg)
 			break;
 		if (sig == SIGUSR1)
 			write_stats(st->cf);
-		else if (sig == SIGUSR2 && st->cf->img && cairn_image_fault_dev(st->cf->img))
-			cairn_bdev_fault_set(cairn_image_fault_dev(st->cf->img), NULL);
+		else if (sig == SIGUSR2 && st->cf->stack && cairn_stack_fault_dev(st->cf->stack))
+			cairn_bdev_fault_set(cairn_stack_fault_dev(st->cf->stack), NULL);
 	}
 	return NULL;
 }
@@ -525,7 +525,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 
 	if (!o->empty) {
 		static const struct cairn_fault_config no_faults; /* read-only */
-		struct cairn_open_opts oo = o->open;
+		struct cli_open_cfg oo = o->open;
 		struct cairn_stat st;
 		char why[256] = "";
 
@@ -549,7 +549,9 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 			return -1;
 		if (!oo.cache.budget_bytes && !o->keep_data && !will_prefetch(cf, o))
 			oo.cache.budget_bytes = DAEMON_BUDGET;
-		rc = cairn_image_open_path_ex(o->image, &oo, why, sizeof(why), &cf->img);
+		rc = cli_stack_open(o->image, &oo, why, sizeof(why), &cf->stack);
+		if (!rc)
+			cf->img = cairn_stack_image(cf->stack);
 		/* Reading the root now refuses images whose metadata is damaged at the
 		 * start, before anything is mounted. */
 		if (!rc)
@@ -763,8 +765,8 @@ int daemon_mount(const struct mount_opts *o)
 	 * bits a write must clear, so the daemon still sees who wrote. */
 	if (daemon_killpriv_v2(&cf))
 		errf("%s: %s", o->mountpoint, "cannot hook the FUSE channel; writes cost more");
-	if (o->has_fault && cf.img && cairn_image_fault_dev(cf.img))
-		cairn_bdev_fault_set(cairn_image_fault_dev(cf.img), &o->fault);
+	if (o->has_fault && cf.stack && cairn_stack_fault_dev(cf.stack))
+		cairn_bdev_fault_set(cairn_stack_fault_dev(cf.stack), &o->fault);
 	finish_detach(notify_fd, 0);
 	notify_fd = -1;
 	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)
@@ -813,8 +815,7 @@ out:
 	free(cf.learn_path);
 	free(cf.learn_trace);
 	cairn_ns_free(cf.ns);
-	if (cf.img)
-		cairn_image_close(cf.img);
+	cairn_stack_close(cf.stack);
 	pthread_cond_destroy(&cf.init_cond);
 	pthread_mutex_destroy(&cf.init_lock);
 	free(cf.stats_path);

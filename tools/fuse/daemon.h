@@ -26,7 +26,8 @@ static inline int daemon_image_only(const struct mount_opts *o)
 /* The daemon's state, handed to every handler as the session's userdata. */
 struct daemon {
 	struct cairn_ns *ns;
-	struct cairn_image *img;        /* NULL with --empty */
+	struct cairn_stack *stack;      /* owns img and its devices; NULL with --empty */
+	struct cairn_image *img;        /* the stack's image; NULL with --empty */
 	struct fuse_session *se;
 	const struct mount_opts *o;
 	struct trace *trace;      /* NULL unless trace= */

@@ -4,7 +4,7 @@
 #define CAIRN_FUSE_MOUNT_H
 
 #include <stdint.h>
-#include <cairn/image.h>
+#include "../cairn/open_cfg.h"
 
 struct mount_opts {
 	const char *image;              /* NULL with empty */
@@ -17,7 +17,7 @@ struct mount_opts {
 	const char *learn_file;         /* learn=FILE: a profile kept up to date */
 	int no_profile;                 /* noprofile: ignore IMAGE.profile */
 	int keep_data;                  /* keep_data: cache file data after replying too */
-	struct cairn_open_opts open;
+	struct cli_open_cfg open;
 	struct cairn_fault_config fault;
 	int has_fault;
 	uint64_t size_limit, inode_limit;

@@ -122,8 +122,26 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The configs the tests vary; open_path() hands them to the stack builder. */
+struct vopts {
+	struct cairn_cache_config cache;
+	struct cairn_verify_config verify;
+};
+
+/* The stack builder's whole stack (file -> stats -> [verify] -> cache -> image). */
+static int open_path(const char *path, const struct vopts *o, char *why, size_t why_len,
+		     struct cairn_stack **s)
+{
+	struct cairn_stack_opts so;
+
+	cairn_stack_opts_init(&so);
+	so.cache = &o->cache;
+	so.verify = &o->verify;
+	return cairn_stack_open(path, &so, why, why_len, s);
+}
+
 /* 4 KiB segments, one per granule: a bad granule fails exactly its segment. */
-static void opts_pinned(struct cairn_open_opts *o, const uint8_t root[CAIRN_DIGEST_LEN])
+static void opts_pinned(struct vopts *o, const uint8_t root[CAIRN_DIGEST_LEN])
 {
 	memset(o, 0, sizeof(*o));
 	o->cache.segment_size = 4096;
@@ -199,11 +217,11 @@ static int scan_detects(struct fx *f)
 	return n != 0 || memcmp(root, f->digest, CAIRN_DIGEST_LEN);
 }
 
-/* The stack open.c builds, over `bytes` (f->len of them) in memory:
+/* The stack lib/stack builds, over `bytes` (f->len of them) in memory:
  * [stats ->] verify -> cache -> image, without the open read primed into the
  * cache, so every segment a read needs is fetched. *stats (may be NULL) gets
  * the stats device. */
-static int open_bytes(struct fx *f, const uint8_t *bytes, const struct cairn_open_opts *o,
+static int open_bytes(struct fx *f, const uint8_t *bytes, const struct vopts *o,
 		      struct cairn_image **img, struct cairn_bdev **stats)
 {
 	struct cairn_bdev *mem, *v;
@@ -221,13 +239,13 @@ static int open_bytes(struct fx *f, const uint8_t *bytes, const struct cairn_ope
 		return rc;
 	}
 	assert_int_equal(cairn_cache_new(v, &o->cache, &c), 0);
-	rc = cairn_image_open(c, img);
+	rc = cairn_image_open(c, NULL, 0, img);
 	if (rc)
 		cairn_cache_free(c);
 	return rc;
 }
 
-static int open_mem(struct fx *f, const struct cairn_open_opts *o, struct cairn_image **img)
+static int open_mem(struct fx *f, const struct vopts *o, struct cairn_image **img)
 {
 	return open_bytes(f, f->bytes, o, img, NULL);
 }
@@ -235,7 +253,7 @@ static int open_mem(struct fx *f, const struct cairn_open_opts *o, struct cairn_
 static void test_flip_every_byte(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
 	unsigned refused = 0, eio = 0, unnoticed = 0;
 
 	opts_pinned(&o, f->digest);
@@ -261,7 +279,8 @@ static void test_flip_every_byte(void **state)
 static void test_pinned_root(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
+	struct cairn_stack *stk;
 	struct cairn_image *img;
 	uint8_t wrong[CAIRN_DIGEST_LEN], root[CAIRN_DIGEST_LEN];
 	struct cairn_bdev_counters dc;
@@ -270,27 +289,29 @@ static void test_pinned_root(void **state)
 	memcpy(wrong, f->digest, sizeof(wrong));
 	wrong[31] ^= 1;
 	opts_pinned(&o, wrong);
-	assert_int_equal(cairn_image_open_path_ex(f->img, &o, why, sizeof(why), &img),
+	assert_int_equal(open_path(f->img, &o, why, sizeof(why), &stk),
 			 -CAIRN_EDIGEST);
 	assert_non_null(strstr(why, "root digest is sha256:"));
 	opts_pinned(&o, f->digest);
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_root_digest(img, root), 0);
 	assert_memory_equal(root, f->digest, sizeof(root));
 	assert_int_equal(read_all(f, img), 0);
 	/* The image is smaller than the verify device's open read, which the cache
 	 * was primed with: everything was read in that one request. */
-	assert_int_equal(cairn_image_device_counters(img, &dc), 0);
+	assert_int_equal(cairn_stack_counters(stk, &dc), 0);
 	assert_int_equal(dc.requests, 1);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	/* Without digests a pinned root cannot be met; unpinned, it opens. */
 	build(f, f->img2, 1, NULL);
-	assert_int_equal(cairn_image_open_path_ex(f->img2, &o, why, sizeof(why), &img),
+	assert_int_equal(open_path(f->img2, &o, why, sizeof(why), &stk),
 			 -CAIRN_EDIGEST);
 	opts_pinned(&o, NULL);
-	assert_int_equal(cairn_image_open_path(f->img2, &o, &img), 0);
+	assert_int_equal(open_path(f->img2, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_root_digest(img, root), -ENODATA);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 }
 
 static void test_reproducible(void **state)
@@ -307,7 +328,8 @@ static void test_reproducible(void **state)
 static void test_bad_granule_alone(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
+	struct cairn_stack *stk;
 	struct cairn_image *img;
 	struct cairn_verify_stats vs;
 	static uint8_t buf[40000];
@@ -316,12 +338,14 @@ static void test_bad_granule_alone(void **state)
 	cairn_ino_t ino;
 
 	opts_pinned(&o, f->digest);
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_resolve(img, "/d/big", 1, &ino), 0);
 	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	write_byte(f->img, (size_t)lo + 3 * 4096 + 5, (uint8_t)(f->bytes[lo + 3 * 4096 + 5] ^ 1));
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	for (int round = 0; round < 2; round++) {
 		/* The whole file in one read: one merged request, then piece by piece. */
 		assert_int_equal(cairn_image_read(img, ino, buf, size, 0), -CAIRN_EDIGEST);
@@ -334,14 +358,15 @@ static void test_bad_granule_alone(void **state)
 	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
 	assert_true(vs.mismatches >= 4);
 	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	/* Without verification the bad byte is served: that is what "none" means. */
 	o.verify.off = 1;
 	o.verify.has_root = 0;
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_read(img, ino, buf, size, 0), (ssize_t)size);
 	assert_true(memcmp(buf, f->want[3], size) != 0);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	write_byte(f->img, (size_t)lo + 3 * 4096 + 5, f->bytes[lo + 3 * 4096 + 5]);
 }
 
@@ -349,7 +374,7 @@ static void test_bad_granule_alone(void **state)
  * *lo get the file and its first byte. */
 static uint8_t *bad_copy(struct fx *f, unsigned g, cairn_ino_t *ino, uint64_t *lo)
 {
-	struct cairn_open_opts o;
+	struct vopts o;
 	struct cairn_image *img;
 	uint64_t hi;
 	uint8_t *copy = malloc(f->len);
@@ -369,7 +394,7 @@ static uint64_t requests(struct cairn_bdev *stats)
 {
 	struct cairn_bdev_counters n;
 
-	assert_int_equal(cairn_bdev_stats_get(stats, &n), 0);
+	assert_int_equal(cairn_bdev_get_stats(stats, &n), 0);
 	return n.requests;
 }
 
@@ -381,7 +406,7 @@ static uint64_t requests(struct cairn_bdev *stats)
 static void test_bad_neighbour_no_refetch(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
 	struct cairn_image *img;
 	struct cairn_bdev *stats;
 	struct cairn_verify_stats vs;
@@ -453,7 +478,7 @@ static void *reader_main(void *p)
 static void test_bad_granule_threads(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
 	cairn_ino_t ino;
 	uint64_t lo;
 	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
