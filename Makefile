@@ -11,6 +11,8 @@ WERROR   ?=
 VERSION  := $(shell sed -n 's/^\#define CAIRN_VERSION_STRING "\(.*\)"/\1/p' include/cairn/version.h)
 
 BINDIR   ?= $(PREFIX)/bin
+# The FUSE daemon, which `cairn mount` runs (a program for cairn, not for PATH).
+LIBEXECDIR ?= $(PREFIX)/libexec/cairn
 SBINDIR  ?= /sbin
 DEPS     ?= scripts/deps.sh
 
@@ -45,11 +47,16 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 # The public API: every cairn_* function declared in these headers, and only
 # those, is exported from libcairn.so (scripts/api-symbols.sh).
 API_HEADERS := $(sort $(wildcard include/cairn/*.h))
-# Front ends: the cairn tool (CLI + FUSE daemon) and the mount helper.
-CLI_SRCS  := $(sort $(wildcard tools/cairn/*.c tools/fuse/*.c))
+# Front ends: the cairn tool (no libfuse), the FUSE daemon it runs for `cairn
+# mount` (with the CLI's option helpers), and the mount helper.
+CLI_SRCS  := $(sort $(wildcard tools/cairn/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+DAEMON_SRCS := $(sort $(wildcard tools/fuse/*.c)) tools/cairn/cli_opts.c
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
 HELPER_SRCS := $(sort $(wildcard tools/mount.cairn/*.c))
 HELPER_OBJS := $(HELPER_SRCS:%.c=$(BUILD)/%.o)
+# Front ends see the public headers only (tests/build/tools_public.sh).
+$(CLI_OBJS) $(DAEMON_OBJS) $(HELPER_OBJS): INC_CFLAGS := -Iinclude
 EXAMPLES  := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 BENCH_TOOLS := $(patsubst bench/%/main.c,$(BUILD)/bench/%,$(wildcard bench/*/main.c))
 # Unit tests: lib/<layer>/tests/test_<name>.c, one cmocka program each.
@@ -64,13 +71,14 @@ LIBA  := $(BUILD)/libcairn.a
 LIBSO := $(BUILD)/libcairn.so.0
 LIBMAP := $(BUILD)/libcairn.map
 CAIRN := $(BUILD)/cairn
+DAEMON := $(BUILD)/cairn-fuse
 MOUNT_HELPER := $(BUILD)/mount.cairn
 # Changes when PREFIX or BINDIR does, so what has them compiled in is rebuilt.
 PREFIX_STAMP := $(BUILD)/prefix.stamp
 
 .PHONY: all deps test unit-test cli-test mount-test build-test san-test tsan-test demo bench \
         bench-quick fuzz install clean clang-check check test-bins FORCE
-all: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS) $(PROGS) $(EXAMPLES)
+all: $(LIBA) $(LIBSO) $(CAIRN) $(DAEMON) $(MOUNT_HELPER) $(BUILD)/cairn.pc $(BENCH_TOOLS) $(PROGS) $(EXAMPLES)
 
 deps:
 	@$(DEPS) test
@@ -94,11 +102,19 @@ $(LIBSO): $(LIB_OBJS) $(LIBMAP)
 	ln -sf libcairn.so.0 $(BUILD)/libcairn.so
 
 $(CAIRN): $(CLI_OBJS) $(LIBA)
-	$(CC) -o $@ $(CLI_OBJS) $(LIBA) $(FUSE_LIBS) $(LDLIBS)
+	$(CC) -o $@ $(CLI_OBJS) $(LIBA) $(LDLIBS)
+
+$(DAEMON): $(DAEMON_OBJS) $(LIBA)
+	$(CC) -o $@ $(DAEMON_OBJS) $(LIBA) $(FUSE_LIBS) $(LDLIBS)
 
 $(PREFIX_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(PREFIX) $(BINDIR)' | cmp -s - $@ || echo '$(PREFIX) $(BINDIR)' > $@
+	@echo '$(PREFIX) $(BINDIR) $(LIBEXECDIR)' | cmp -s - $@ || \
+		echo '$(PREFIX) $(BINDIR) $(LIBEXECDIR)' > $@
+
+# cairn mount runs the daemon from beside cairn, else from LIBEXECDIR.
+$(BUILD)/tools/cairn/cmd_mount.o: OBJ_CFLAGS := -DCAIRN_LIBEXECDIR=\"$(LIBEXECDIR)\"
+$(BUILD)/tools/cairn/cmd_mount.o: $(PREFIX_STAMP)
 
 # mount(8) runs the helper without PATH: it finds the cairn installed with it in BINDIR.
 $(HELPER_OBJS): OBJ_CFLAGS := -DCAIRN_BINDIR=\"$(BINDIR)\"
@@ -118,9 +134,10 @@ $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
 
-# Not linked with the library, but they may use its format headers (craft does),
-# which include <cairn/...>: hence the include paths, and the dependency file, so a
-# header change rebuilds them (a stale craft once hid a header it could not find).
+# Plain C beside libc, not linked with the library: only the public headers
+# (craft.c's format headers are reached by relative paths, as the fuzz build
+# reaches them), and a dependency file, so a header change rebuilds them (a
+# stale craft once hid a header it could not find).
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) $(INC_CFLAGS) -MMD -MP -MF $@.d \
@@ -215,10 +232,11 @@ bench-quick:
 fuzz:
 	@fuzz/run.sh
 
-install: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc
+install: $(LIBA) $(LIBSO) $(CAIRN) $(DAEMON) $(MOUNT_HELPER) $(BUILD)/cairn.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/cairn $(DESTDIR)$(SBINDIR)
+		$(DESTDIR)$(PREFIX)/include/cairn $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBEXECDIR)
 	install -m 755 $(CAIRN) $(DESTDIR)$(BINDIR)/cairn
+	install -m 755 $(DAEMON) $(DESTDIR)$(LIBEXECDIR)/cairn-fuse
 	install -m 755 $(MOUNT_HELPER) $(DESTDIR)$(SBINDIR)/mount.cairn
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libcairn.a
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
@@ -229,6 +247,6 @@ install: $(LIBA) $(LIBSO) $(CAIRN) $(MOUNT_HELPER) $(BUILD)/cairn.pc
 clean:
 	rm -rf build build-*
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(HELPER_OBJS:.o=.d) \
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(DAEMON_OBJS:.o=.d) $(HELPER_OBJS:.o=.d) \
          $(EXAMPLES:%=%.d) $(BENCH_TOOLS:$(BUILD)/bench/%=$(BUILD)/bench-obj/%/main.d) \
          $(TEST_SRCS:%.c=$(BUILD)/%.d) $(PROGS:%=%.d)

@@ -6,8 +6,10 @@
 
 int main(int argc, char **argv)
 {
-	struct cairn_open_opts opts = { 0 };      /* defaults: 64 MiB cache, 1 MiB requests */
+	struct cairn_stack_opts opts;
+	struct cairn_stack *stack;
 	struct cairn_image *img;
+	char why[256];
 	cairn_ino_t ino;
 	char buf[65536];
 	ssize_t n = 0;
@@ -16,11 +18,13 @@ int main(int argc, char **argv)
 
 	if (argc != 3)
 		return 2;
-	rc = cairn_image_open_path(argv[1], &opts, &img);
+	cairn_stack_opts_init(&opts); /* defaults: 64 MiB cache, 1 MiB requests */
+	rc = cairn_stack_open(argv[1], &opts, why, sizeof(why), &stack);
 	if (rc < 0) {
-		fprintf(stderr, "%s: %s\n", argv[1], cairn_strerror(rc));
+		fprintf(stderr, "%s: %s%s%s\n", argv[1], cairn_strerror(rc), why[0] ? ": " : "", why);
 		return 1;
 	}
+	img = cairn_stack_image(stack);
 	rc = cairn_image_resolve(img, argv[2], 1, &ino);
 	while (rc == 0 && (n = cairn_image_read(img, ino, buf, sizeof(buf), off)) > 0) {
 		fwrite(buf, 1, (size_t)n, stdout);
@@ -28,6 +32,6 @@ int main(int argc, char **argv)
 	}
 	if (rc < 0 || n < 0)
 		fprintf(stderr, "%s: %s\n", argv[2], cairn_strerror(rc < 0 ? rc : (int)n));
-	cairn_image_close(img);
+	cairn_stack_close(stack);
 	return rc < 0 || n < 0;
 }

@@ -182,17 +182,17 @@ static void report(void *ctx, const char *msg)
 static void extract(int fd, int safe_links)
 {
 	char img_path[64];
-	struct cairn_open_opts oo;
 	struct cairn_extract_opts xo;
 	struct cairn_extract_stats st;
-	struct cairn_image *img = NULL;
+	struct cairn_stack *stack = NULL;
+	struct cairn_image *img;
 	uint64_t reports = 0;
 	int rc;
 
 	snprintf(img_path, sizeof(img_path), "/proc/self/fd/%d", fd);
-	memset(&oo, 0, sizeof(oo));
-	if (cairn_image_open_path(img_path, &oo, &img) < 0)
+	if (cairn_stack_open(img_path, NULL, NULL, 0, &stack) < 0)
 		return;
+	img = cairn_stack_image(stack);
 	cairn_extract_opts_init(&xo);
 	xo.preserve_owner = geteuid() == 0;
 	xo.safe_links = safe_links;
@@ -204,7 +204,7 @@ static void extract(int fd, int safe_links)
 	rc = cairn_extract_to_dir(img, "/", outdir, &xo, &st);
 	if (fchdir(home_fd))
 		abort();
-	cairn_image_close(img);
+	cairn_stack_close(stack);
 	if (rc > 0 || st.problems != reports || (rc != 0) != (reports != 0)) {
 		fprintf(stderr, "fuzz_extract: returned %d after %llu reports (stats: %llu)\n",
 			rc, (unsigned long long)reports, (unsigned long long)st.problems);

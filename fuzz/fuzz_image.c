@@ -236,7 +236,7 @@ static struct cairn_image *open_mem(const uint8_t *data, size_t size)
 		cairn_bdev_close(dev);
 		return NULL;
 	}
-	if (cairn_image_open(cache, &img) < 0) {
+	if (cairn_image_open(cache, NULL, 0, &img) < 0) {
 		cairn_cache_free(cache);
 		return NULL;
 	}

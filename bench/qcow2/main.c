@@ -234,7 +234,7 @@ struct counters {
 
 static void take_counters(struct counters *c, struct cairn_bdev *top)
 {
-	cairn_bdev_stats_get(c->stats, &c->dc);
+	cairn_bdev_get_stats(c->stats, &c->dc);
 	if (c->is_q)
 		cairn_bdev_qcow2_stats(top, &c->qs);
 }
@@ -247,7 +247,7 @@ static int read_walk(struct cairn_bdev *dev, struct walk *w, struct counters *c)
 
 	if (rc < 0)
 		return rc;
-	rc = cairn_image_open(cache, &w->img);
+	rc = cairn_image_open(cache, NULL, 0, &w->img);
 	if (rc < 0) {
 		cairn_cache_free(cache);
 		return rc;

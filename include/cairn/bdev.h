@@ -21,7 +21,13 @@ extern "C" {
 
 struct cairn_bdev;
 
+/* The ops table grows at its end, as SQLite's sqlite3_io_methods do with
+ * iVersion: a device says which version of the table it fills in, and the
+ * library calls no method that version does not have. Version 1: read, close. */
+#define CAIRN_BDEV_OPS_VERSION 1
+
 struct cairn_bdev_ops {
+	int version;      /* 1..CAIRN_BDEV_OPS_VERSION: the table as the device knows it */
 	const char *name;
 	/* Read up to len bytes at off into buf. Returns bytes read (short only at the
 	 * end of the device, or when a fault device injects a short read), or a
@@ -37,6 +43,13 @@ struct cairn_bdev {
 	struct cairn_bdev *below; /* owned; NULL for a leaf */
 	uint64_t size;            /* bytes */
 };
+
+/* Registers a device: checks ops (a version this library knows, read and close
+ * set) and fills in the base. An embedder's device is set up so before it is
+ * stacked or cached (the library's wrappers are too); -EINVAL (dev untouched)
+ * for an ops table this library cannot use. */
+int cairn_bdev_init(struct cairn_bdev *dev, const struct cairn_bdev_ops *ops,
+		    struct cairn_bdev *below, uint64_t size);
 
 /* The single entry point for reads. Rejects reads past size with a short count. */
 ssize_t cairn_bdev_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
@@ -76,27 +89,8 @@ struct cairn_bdev_counters {
 };
 int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out);
 /* dev must be a stats device (returns -EINVAL otherwise). */
-int cairn_bdev_stats_get(struct cairn_bdev *dev, struct cairn_bdev_counters *out);
-void cairn_bdev_stats_reset(struct cairn_bdev *dev);
-
-/* fault: fail chosen requests, counted from 1 in arrival order. */
-enum cairn_fault_kind { CAIRN_FAULT_EIO, CAIRN_FAULT_SHORT };
-struct cairn_fault_config {
-	uint64_t fail_nth;          /* fail request N (0 = off) */
-	uint64_t fail_every;        /* fail every Kth request (0 = off) */
-	uint32_t random_permille;   /* fail at random with this rate (0 = off) */
-	uint64_t seed;              /* for random */
-	enum cairn_fault_kind kind;
-	int persistent;             /* once failed, the same (offset) keeps failing */
-};
-int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_config *cfg,
-			 struct cairn_bdev **out);
-/* Change or clear (cfg NULL) the fault plan; clears persistent failures. */
-int cairn_bdev_fault_set(struct cairn_bdev *dev, const struct cairn_fault_config *cfg);
-/* Requests seen and faults injected since the plan was last set. A fault on a
- * speculative request (readahead) may be absorbed by a retry above, so tests ask
- * "did the plan fire" here rather than infer it from what the caller saw. */
-int cairn_bdev_fault_counts(struct cairn_bdev *dev, uint64_t *requests, uint64_t *injected);
+int cairn_bdev_get_stats(struct cairn_bdev *dev, struct cairn_bdev_counters *out);
+void cairn_bdev_reset_stats(struct cairn_bdev *dev);
 
 /* qcow2: a read-only view of the virtual disk in a qcow2 file (versions 2 and 3,
  * zlib and zstd compressed clusters, extended L2 with subclusters, backing chains).

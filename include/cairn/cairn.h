@@ -15,4 +15,6 @@
 #include <cairn/ramfs.h>
 #include <cairn/ns.h>
 #include <cairn/remote.h>
+#include <cairn/stack.h>
+/* Not here: <cairn/testing.h>, test hooks outside the stable API. */
 #endif

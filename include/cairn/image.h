@@ -23,7 +23,6 @@ extern "C" {
 #include <cairn/cache.h>
 #include <cairn/types.h>
 #include <cairn/verify.h>
-#include <cairn/remote.h>
 
 struct cairn_image;
 
@@ -53,11 +52,10 @@ struct cairn_chunk_cache_stats {
 	uint64_t resident_bytes, budget_bytes;
 };
 
-int cairn_image_open(struct cairn_cache *cache, struct cairn_image **out);
-/* As cairn_image_open(); on failure also writes a one-line reason ("bad superblock
- * checksum") into why, when why is not NULL. */
-int cairn_image_open_ex(struct cairn_cache *cache, char *why, size_t why_len,
-			struct cairn_image **out);
+/* On failure also writes a one-line reason ("bad superblock checksum") into why,
+ * when why is not NULL. To open an image by path or URL: <cairn/stack.h>. */
+int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
+		     struct cairn_image **out);
 /* The first corruption this image met since it was opened ("dirent 12: name
  * contains '/'"), or NULL. Stays valid until close. */
 const char *cairn_image_corruption(struct cairn_image *img);
@@ -179,52 +177,9 @@ int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, co
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 
-/* How a URL is opened (include/cairn/remote.h). The stack builder fills
- * http.origins from the URL and the mirrors (s3:// ones resolved with s3), and
- * http.head_bytes from the cache's segment size when it is 0. */
-struct cairn_remote_opts {
-	struct cairn_http_config http;
-	const char *mirrors[CAIRN_HTTP_MAX_ORIGINS - 1]; /* -o mirror=URL, in order */
-	unsigned n_mirrors;
-	struct cairn_s3_config s3;
-	const char *cache_dir;                   /* NULL = no disk cache */
-	uint64_t cache_max;                      /* 0 = 1 GiB */
-	size_t cache_chunk;                      /* 0 = 128 KiB */
-};
-
-/*
- * Convenience: build the stack file -> [offset] -> [fault] -> [delay] -> stats ->
- * [qcow2] -> [verify] -> cache -> image from options, as the CLI and the mount do.
- * A path that is an http://, https:// or s3:// URL gets http -> [offset] ->
- * [fault] -> [delay] -> stats -> [diskcache] -> [verify] -> cache -> image.
- */
-struct cairn_open_opts {
-	struct cairn_cache_config cache;
-	struct cairn_delay_config delay;
-	const struct cairn_fault_config *fault; /* NULL = none */
-	uint64_t offset;                         /* image starts here in the file */
-	unsigned file_flags;                     /* CAIRN_BDEV_FILE_* */
-	struct cairn_qcow2_config qcow2;
-	/* Digest checking (verify.h): on by default for images that have digests; a
-	 * verify device then sits under the cache. */
-	struct cairn_verify_config verify;
-	size_t chunk_cache;                      /* decompressed-chunk budget; 0 = default */
-	struct cairn_remote_opts remote;
-};
-int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
-			  struct cairn_image **out);
-/* As cairn_image_open_path(), with a one-line reason on failure (see open_ex). */
-int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opts,
-			     char *why, size_t why_len, struct cairn_image **out);
-/* Counters of the stats device in an image opened by cairn_image_open_path();
- * -ENOENT when the stack has none. */
-int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_counters *out);
 /* The root digest of an image with digests (SHA-256 of block 0, as the verify
  * device checked it, or read now when there is none); -ENODATA without digests. */
 int cairn_image_root_digest(struct cairn_image *img, uint8_t out[CAIRN_DIGEST_LEN]);
-/* The fault device of such a stack, or NULL. */
-struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img);
-
 /* The entries of dir from cookie on, but "." and "..", at most max of them (0 =
  * all), in one allocation: *out (the caller frees it; NULL when there are none)
  * and their count, or a negative errno. For walking a tree without holding a

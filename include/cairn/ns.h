@@ -111,7 +111,8 @@ int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const cha
 		  size_t len, struct cairn_ns_entry *e);
 int cairn_ns_unlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len);
 int cairn_ns_rmdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len);
-/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (others -EINVAL). */
+/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE, with RENAME_WHITEOUT (not with
+ * RENAME_EXCHANGE: a character device 0/0 is left at the old name); others -EINVAL. */
 int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, size_t oldlen,
 		    uint64_t newdir, const char *newname, size_t newlen, unsigned flags);
 ssize_t cairn_ns_readlink(struct cairn_ns *ns, uint64_t node, char *buf, size_t len);
@@ -148,7 +149,7 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size_t len,
 		       uint64_t off, int append, const struct cairn_cred *cred);
 int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t off, uint64_t len);
-int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int whence);
+int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, uint64_t off, int whence);
 int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out);
 
 int cairn_ns_setxattr(struct cairn_ns *ns, uint64_t node, const char *name, const void *value,

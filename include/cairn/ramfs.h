@@ -175,8 +175,9 @@ ssize_t cairn_ramfs_write(struct cairn_ramfs *fs, cairn_ino_t ino, const void *b
 int cairn_ramfs_fallocate(struct cairn_ramfs *fs, cairn_ino_t ino, int mode, uint64_t off,
 			  uint64_t len);
 /* SEEK_DATA / SEEK_HOLE (data granularity is one chunk); -ENXIO at or past the
- * end; other whence values -EINVAL. */
-int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, int64_t off, int whence);
+ * end; other whence values -EINVAL. Offsets are uint64_t here as in every
+ * cairn call (a negative off_t becomes one past any end: -ENXIO, as lseek(2)). */
+int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, uint64_t off, int whence);
 int cairn_ramfs_statfs(struct cairn_ramfs *fs, struct cairn_statfs *out);
 
 /* Namespaces user., trusted., security., and the POSIX ACLs system.posix_acl_access

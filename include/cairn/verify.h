@@ -74,6 +74,16 @@ int cairn_bdev_verify_root(struct cairn_bdev *dev, uint8_t out[CAIRN_DIGEST_LEN]
  * the caller owns *buf (free()) and may give it to cairn_cache_prime(), so they
  * are not read again. -ENODATA when there are none (or they were taken). */
 int cairn_bdev_verify_take_head(struct cairn_bdev *dev, void **buf, size_t *len);
+/* The checks of the verify device's reads, for a caller that reads the bytes
+ * from dev->below itself: the segment cache does, so that it can hash each
+ * segment apart and off the reader's thread. dev is the verify device; [off,
+ * off+len) starts on a granule boundary and ends on one or at the device end
+ * (-EINVAL otherwise). Checks every granule in it and replaces block 0 and the
+ * digest table region in buf with the checked copies, exactly as a read of dev
+ * would return them. 0, or -CAIRN_EDIGEST (buf must then not be used). */
+int cairn_bdev_verify_check(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
+/* The granule size of dev when dev itself is a verify device, else 0. */
+size_t cairn_bdev_verify_granule(struct cairn_bdev *dev);
 /* The verify device of a stack (dev or below it), or NULL. */
 struct cairn_bdev *cairn_bdev_verify_find(struct cairn_bdev *dev);
 

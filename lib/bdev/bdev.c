@@ -23,6 +23,18 @@ int cairn_bdev_read_full(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 	return (size_t)n == len ? 0 : -EIO;
 }
 
+int cairn_bdev_init(struct cairn_bdev *dev, const struct cairn_bdev_ops *ops,
+		    struct cairn_bdev *below, uint64_t size)
+{
+	if (!dev || !ops || ops->version < 1 || ops->version > CAIRN_BDEV_OPS_VERSION ||
+	    !ops->read || !ops->close)
+		return -EINVAL;
+	dev->ops = ops;
+	dev->below = below;
+	dev->size = size;
+	return 0;
+}
+
 void cairn_bdev_close(struct cairn_bdev *dev)
 {
 	if (dev)

@@ -108,6 +108,7 @@ static void delay_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops delay_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "delay",
 	.read = delay_read,
 	.close = delay_close,
@@ -130,9 +131,7 @@ int cairn_bdev_delay_new(struct cairn_bdev *below, const struct cairn_delay_conf
 		free(d);
 		return -ENOMEM;
 	}
-	d->base.ops = &delay_ops;
-	d->base.below = below;
-	d->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&d->base, &delay_ops, below, cairn_bdev_size(below));
 	d->latency_ns = cfg ? cfg->latency_ns : 0;
 	d->bandwidth_bps = cfg ? cfg->bandwidth_bps : 0;
 	d->channels = ch;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cairn/bdev.h>
+#include <cairn/testing.h>
 
 struct bad_range {
 	uint64_t lo, hi;
@@ -123,6 +124,7 @@ static void fault_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops fault_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "fault",
 	.read = fault_read,
 	.close = fault_close,
@@ -139,9 +141,7 @@ int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_conf
 		free(f);
 		return -ENOMEM;
 	}
-	f->base.ops = &fault_ops;
-	f->base.below = below;
-	f->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&f->base, &fault_ops, below, cairn_bdev_size(below));
 	if (cfg) {
 		f->cfg = *cfg;
 		f->active = 1;

@@ -78,6 +78,7 @@ static void file_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops file_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "file",
 	.read = file_read,
 	.close = file_close,

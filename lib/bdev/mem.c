@@ -35,6 +35,7 @@ static void mem_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops mem_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "mem",
 	.read = mem_read,
 	.close = mem_close,

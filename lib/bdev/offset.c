@@ -26,6 +26,7 @@ static void offset_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops offset_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "offset",
 	.read = offset_read,
 	.close = offset_close,
@@ -46,9 +47,7 @@ int cairn_bdev_offset_new(struct cairn_bdev *below, uint64_t off, uint64_t len,
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	o->base.ops = &offset_ops;
-	o->base.below = below;
-	o->base.size = len;
+	(void)cairn_bdev_init(&o->base, &offset_ops, below, len);
 	o->off = off;
 	*out = &o->base;
 	return 0;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cairn/error.h>
+#include "util/util_int.h"
 #include "qcow2_int.h"
 
 /* The header fields a reader uses, decoded. */
@@ -312,23 +313,6 @@ static int default_open_backing(void *ctx, const char *path, struct cairn_bdev *
 	return cairn_bdev_file_open(path, 0, out);
 }
 
-/* "dir/name" unless name is absolute. Caller frees. */
-static char *join_path(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p;
-
-	if (name[0] == '/')
-		return strdup(name);
-	p = malloc(dl + nl + 2);
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dl);
-	p[dl] = '/';
-	memcpy(p + dl + 1, name, nl + 1);
-	return p;
-}
-
 static char *dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -443,6 +427,7 @@ static void qcow2_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops qcow2_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "qcow2",
 	.read = qcow2_read,
 	.close = qcow2_close,
@@ -521,7 +506,7 @@ static int qcow2_setup(struct qcow2_dev *q, const char *base_dir,
 		return -ENOTSUP;
 	}
 	{
-		char *path = join_path(base_dir, name);
+		char *path = util_path_resolve_in(base_dir, name);
 
 		if (!path)
 			return -ENOMEM;

@@ -53,6 +53,7 @@ static void stats_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops stats_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "stats",
 	.read = stats_read,
 	.close = stats_close,
@@ -64,14 +65,12 @@ int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out)
 
 	if (!s)
 		return -ENOMEM;
-	s->base.ops = &stats_ops;
-	s->base.below = below;
-	s->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&s->base, &stats_ops, below, cairn_bdev_size(below));
 	*out = &s->base;
 	return 0;
 }
 
-int cairn_bdev_stats_get(struct cairn_bdev *dev, struct cairn_bdev_counters *out)
+int cairn_bdev_get_stats(struct cairn_bdev *dev, struct cairn_bdev_counters *out)
 {
 	struct stats_bdev *s = (struct stats_bdev *)dev;
 
@@ -85,7 +84,7 @@ int cairn_bdev_stats_get(struct cairn_bdev *dev, struct cairn_bdev_counters *out
 	return 0;
 }
 
-void cairn_bdev_stats_reset(struct cairn_bdev *dev)
+void cairn_bdev_reset_stats(struct cairn_bdev *dev)
 {
 	struct stats_bdev *s = (struct stats_bdev *)dev;
 

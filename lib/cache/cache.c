@@ -13,11 +13,17 @@
  * A failed fetch removes its segments from the table before anyone can see
  * them as data, and every reader waiting on them gets the error. Nothing of a
  * failed request stays cached, so the next read asks the device again.
+ *
+ * Over a verify device (c->verify) a fetch reads from below it and checks each
+ * segment apart with the verify device's checks: the reader's own segments on
+ * its thread, the neighbours its read was widened to on a worker, each
+ * published as soon as it is checked. A bad granule fails its segment only.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cairn/error.h>
+#include <cairn/verify.h>
 #include "cache/cache_internal.h"
 
 /* Defaults; the segment size is chosen by measurement, see docs/BENCHMARKS.md. */
@@ -68,6 +74,9 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 	c->ra_max = d.readahead_max ? d.readahead_max : DEFAULT_RA_MAX;
 	c->small_file = d.small_file ? d.small_file : DEFAULT_SMALL_FILE;
 	c->nthreads = d.threads ? d.threads : DEFAULT_THREADS;
+	if (!c->passthrough && cairn_bdev_verify_granule(dev) &&
+	    cairn_bdev_verify_granule(dev) <= S && dev->below)
+		c->verify = dev; /* both powers of two: every segment is whole granules */
 	if (c->nthreads > MAX_THREADS)
 		c->nthreads = MAX_THREADS;
 	pthread_mutex_init(&c->lru_lock, NULL);
@@ -262,6 +271,61 @@ static int refetch_each(struct cairn_cache *c, struct seg **s, size_t n, uint64_
 	return err;
 }
 
+int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t off = s[i]->idx << c->seg_shift;
+		size_t len = (size_t)(c->dev_size - off < c->seg_size ? c->dev_size - off : c->seg_size);
+		int rc = cairn_bdev_verify_check(c->verify, s[i]->data, len, off);
+
+		if (rc) {
+			atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+			fail_claims(c, &s[i], 1, rc);
+			err = err ? err : rc;
+		} else {
+			publish_run(c, &s[i], 1, own_lo, own_hi);
+		}
+	}
+	return err;
+}
+
+/* A verified run that was just read: a reader (own_lo <= own_hi) checks only
+ * its own segments and gives the neighbours its read was widened to (small
+ * files whole, up to max_io) to a worker, so it waits for hashing no byte it
+ * did not ask for; a worker checks all. Each is published when checked.
+ * Returns the error of an own segment, if any. */
+static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+		     uint64_t own_hi)
+{
+	size_t a = 0, b;
+	int err;
+
+	if (own_lo > own_hi)
+		return check_segs(c, s, n, own_lo, own_hi);
+	while (a < n && s[a]->idx < own_lo)
+		a++;
+	for (b = a; b < n && s[b]->idx <= own_hi; b++)
+		;
+	err = check_segs(c, s + a, b - a, own_lo, own_hi);
+	queue_checks(c, s, a);
+	queue_checks(c, s + b, n - b);
+	return err;
+}
+
+/* Reads [off, off+want) into dst from the device; c->verify: from below it
+ * (checked per segment afterwards). want, or a negative errno. */
+static ssize_t read_run(struct cairn_cache *c, unsigned char *dst, uint64_t want, uint64_t off)
+{
+	int rc;
+
+	if (!c->verify)
+		return cairn_bdev_read(c->dev, dst, (size_t)want, off);
+	rc = cairn_bdev_read_full(c->verify->below, dst, (size_t)want, off);
+	return rc ? rc : (ssize_t)want;
+}
+
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
 {
 	uint64_t off = s[0]->idx << c->seg_shift;
@@ -277,7 +341,7 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 		unsigned char *dst = tmp ? tmp : s[0]->data;
 		ssize_t r;
 
-		r = cairn_bdev_read(c->dev, dst, (size_t)want, off);
+		r = read_run(c, dst, want, off);
 		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
 		if (r >= 0 && (uint64_t)r == want) {
 			atomic_fetch_add_explicit(&c->bytes, want, memory_order_relaxed);
@@ -300,6 +364,8 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 		fail_claims(c, s, n, err);
 		return err;
 	}
+	if (c->verify)
+		return check_run(c, s, n, own_lo, own_hi);
 	publish_run(c, s, n, own_lo, own_hi);
 	return 0;
 }
@@ -472,8 +538,10 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 		(void)fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
+	/* Readahead starts past this read's own segments: one that failed its
+	 * check is out of the table by now, and must not be fetched again for it. */
 	if (!err && plan.ra_hi)
-		start_readahead(c, &plan, 0);
+		start_readahead(c, &plan, (last + 1) << c->seg_shift);
 	for (size_t i = 0; i < own.n; i++) {
 		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* READY or FAILED by now */
 

@@ -67,6 +67,7 @@ struct stream {
 
 struct ra_job {
 	struct ra_job *next;
+	int check_only;             /* 1: the segments hold fetched bytes; check and publish */
 	size_t n;                   /* claimed segments, in order, consecutive */
 	struct seg *segs[];
 };
@@ -81,6 +82,9 @@ struct cairn_cache {
 	size_t ra_max;
 	size_t small_file;
 	int passthrough;            /* budget CAIRN_CACHE_OFF */
+	/* dev, when it is a verify device whose granule divides seg_size: fetches
+	 * then read from below it and check each segment apart (check_segs). */
+	struct cairn_bdev *verify;
 
 	struct shard *shards;
 
@@ -170,6 +174,9 @@ void seg_free_data(struct cairn_cache *c, struct seg *s);
 /* Read a run of consecutive claimed segments in one device request and publish
  * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
+/* Check fetched claims against their digests (c->verify) one at a time, and
+ * publish each good one at once (a bad one fails alone). The first error, or 0. */
+int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
 /* Mark claimed segments failed (waiters get err) and drop them from the table. */
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err);
 /* Claim the absent segments in [lo_idx, hi_idx] (inclusive) as FETCHING, refs 1. */
@@ -180,6 +187,9 @@ int workers_start(struct cairn_cache *c);
 void workers_stop(struct cairn_cache *c);
 /* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue fetched, unchecked claims for check_segs on a worker; takes the claims
+ * (checks them here when no job can be made). */
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

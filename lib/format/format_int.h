@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <xxhash.h>
-#include "../../include/cairn/format.h"
+#include "disk.h"
 
 /* Checksum table entry of one CAIRN_BLOCK_SIZE metadata block. */
 static inline uint64_t cairn_format_block_csum(const void *block)

@@ -4,7 +4,7 @@
  * chunk table, the checks of a chunk map, and reads through the
  * decompressed-chunk cache (zcache.c).
  *
- * Trust model as in reader.c: every chunk record is checked when it is loaded
+ * Trust model as in image_int.h: every chunk record is checked when it is loaded
  * (codec, lengths, bounds in the data region), and its uncompressed length
  * against what the file needs there before it is used. Decompression writes into
  * a buffer of exactly that length, and a chunk that does not decode to exactly

@@ -1,7 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reader internals shared by reader.c (lookups and reads), fsck.c (the full
- * check) and open.c (building the device stack). Not a public header.
+ * Reader internals shared by the files of the image reader (as erofs-utils
+ * splits its lib: super.c opens and reads metadata blocks, namei.c inodes,
+ * lookup and resolve, dir.c readdir, data.c reads, lseek and maps, xattr.c
+ * xattrs, chunk.c compressed files), fsck.c (the full check) and digest.c
+ * (the root digest). Not a public header.
+ *
+ * Trust model: nothing read from the image is used before it is checked. The
+ * superblock is checked whole at open (hash, then every region against the image
+ * and device size). Every metadata block is checked against its checksum entry
+ * the first time any byte of it is used (a bitmap remembers which were). Every
+ * record is then checked for its own bounds by the *_load() function that decodes
+ * it, so callers only ever see records whose offsets lie inside their regions.
  */
 #ifndef CAIRN_IMAGE_INT_H
 #define CAIRN_IMAGE_INT_H
@@ -9,7 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/image.h>
 
 #define CAIRN_DCTX_POOL 8
@@ -17,8 +27,6 @@
 /* The superblock fields in host byte order, already checked for bounds. */
 struct cairn_image {
 	struct cairn_cache *cache;       /* owned */
-	struct cairn_bdev *stats_dev;    /* inside the cache's stack, not owned; may be NULL */
-	struct cairn_bdev *fault_dev;    /* same */
 	struct cairn_disk_super raw;     /* the superblock bytes as read */
 	uint32_t compat, incompat, ro_compat;
 	uint64_t image_size, inode_count, root_ino;
@@ -80,7 +88,13 @@ int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64
 /* Reads len bytes at a device offset through the cache, exactly. */
 int cairn_image_dev_read(struct cairn_image *img, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint);
+/* A blob reference [ref, ref+len) must lie inside the blob region (namei.c). */
+int cairn_image_blob_ok(const struct cairn_image *img, uint64_t ref, uint64_t len);
+/* Reads len bytes of the blob region at ref; out of it is corruption. */
+int cairn_image_blob_read(struct cairn_image *img, void *buf, size_t len, uint64_t ref);
 int cairn_image_inode_load(struct cairn_image *img, cairn_ino_t ino, struct cairn_rinode *out);
+/* inode_load of a directory: -ENOTDIR for any other type (dir.c). */
+int cairn_image_dir_load(struct cairn_image *img, cairn_ino_t dir, struct cairn_rinode *r);
 int cairn_image_dirent_load(struct cairn_image *img, uint64_t idx, struct cairn_rdirent *out);
 int cairn_image_xattr_load(struct cairn_image *img, uint64_t idx, struct cairn_rxattr *out);
 int cairn_image_extent_load(struct cairn_image *img, uint64_t idx, const struct cairn_rinode *ino,

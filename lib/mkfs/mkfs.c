@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "util/util_int.h"
 #include "mkfs_int.h"
 
 /* ---- containers ---- */
@@ -555,23 +556,6 @@ struct manifest_ctx {
 	const char *name;
 };
 
-/* Host path of a manifest line: relative ones resolve against the manifest's dir. */
-static char *host_join(const char *base, const char *host)
-{
-	size_t bl = strlen(base), hl = strlen(host);
-	char *s;
-
-	if (host[0] == '/' || !bl)
-		return strdup(host);
-	s = malloc(bl + hl + 2);
-	if (!s)
-		return NULL;
-	memcpy(s, base, bl);
-	s[bl] = '/';
-	memcpy(s + bl + 1, host, hl + 1);
-	return s;
-}
-
 /* GLOB: entries of host dir matching the pattern, sorted, each as guest/name. */
 static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
 		      const char *pattern)
@@ -594,7 +578,7 @@ static int apply_glob(struct cairn_mkfs *m, const char *guest, const char *host,
 			      "accepts that)", host, pattern);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t nl = strlen(names[i]);
-		char *g = mk_path_join(guest, names[i], nl), *h = mk_path_join(host, names[i], nl);
+		char *g = util_path_join(guest, names[i], nl), *h = util_path_join(host, names[i], nl);
 		struct stat st;
 		if (!g || !h)
 			rc = mk_err(m, -ENOMEM, "out of memory");
@@ -620,7 +604,7 @@ static int manifest_entry(void *ctx, const struct cairn_manifest_entry *e)
 	char *host = NULL;
 	int rc;
 
-	if (e->kind != CAIRN_MANIFEST_SYMLINK && !(host = host_join(c->base, e->host)))
+	if (e->kind != CAIRN_MANIFEST_SYMLINK && !(host = util_path_resolve(c->base, e->host)))
 		return mk_err(m, -ENOMEM, "out of memory");
 	switch (e->kind) {
 	case CAIRN_MANIFEST_SYMLINK:

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/mkfs.h>
 
 #define MK_NONE UINT32_MAX
@@ -180,9 +180,6 @@ int mk_open_long(const char *path, int flags);
  * mk_open_long) with O_NOATIME, so packing does not change the source (or two
  * builds would differ); without it where we do not own the file (EPERM). */
 int mk_open_noatime(int dfd, const char *path, int flags);
-/* a + "/" + the bl bytes of b (no second slash when a ends with one); malloc'd,
- * NULL without memory. */
-char *mk_path_join(const char *a, const char *b, size_t bl);
 /* The names in directory d (host path `host`, for messages), without "." and
  * "..", and with `pattern` only those fnmatch(FNM_PERIOD) matches; sorted by
  * strcmp so builds are reproducible. On success *out (free with mk_free_names)

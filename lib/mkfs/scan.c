@@ -19,6 +19,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "util/util_int.h"
 #include "mkfs_int.h"
 
 int mk_open_long(const char *path, int flags)
@@ -81,22 +82,6 @@ int mk_open_noatime(int dfd, const char *path, int flags)
 	if (fd < 0 && errno == EPERM)
 		fd = open_at(dfd, path, flags);
 	return fd;
-}
-
-char *mk_path_join(const char *a, const char *b, size_t bl)
-{
-	size_t al = strlen(a);
-	int slash = al && a[al - 1] == '/';
-	char *s = malloc(al + bl + 2);
-
-	if (!s)
-		return NULL;
-	memcpy(s, a, al);
-	if (!slash)
-		s[al++] = '/';
-	memcpy(s + al, b, bl);
-	s[al + bl] = '\0';
-	return s;
 }
 
 static void fill_attrs(struct cairn_mkfs *m, struct mk_inode *in, const struct stat *st)
@@ -543,8 +528,8 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 		rc = mk_err(m, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t nl = strlen(names[i]);
-		char *g = mk_path_join(guest[0] ? guest : "/", names[i], nl);
-		char *h = mk_path_join(host, names[i], nl);
+		char *g = util_path_join(guest[0] ? guest : "/", names[i], nl);
+		char *h = util_path_join(host, names[i], nl);
 		struct stat st;
 		uint32_t ino;
 		if (!g || !h) {
@@ -580,8 +565,8 @@ static int scan_dir(struct cairn_mkfs *m, uint32_t dir, const char *host, const 
 	for (size_t i = 0; i < nsub; i++) {
 		if (!rc) {
 			size_t nl = strlen(subs[i].name);
-			char *g = mk_path_join(guest[0] ? guest : "/", subs[i].name, nl);
-			char *h = mk_path_join(host, subs[i].name, nl);
+			char *g = util_path_join(guest[0] ? guest : "/", subs[i].name, nl);
+			char *h = util_path_join(host, subs[i].name, nl);
 			if (!g || !h)
 				rc = mk_err(m, -ENOMEM, "out of memory");
 			else

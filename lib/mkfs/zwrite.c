@@ -702,22 +702,6 @@ static void progress(struct mk_zplan *z, uint64_t n)
 	}
 }
 
-static int pwrite_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p = (const char *)p + w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 /* Writes a finished batch at *cursor, in job order, and fills the table. */
 static int store_batch(struct mk_zplan *z, struct zbatch *b, int fd, const char *name,
 		       uint64_t *cursor)
@@ -730,7 +714,7 @@ static int store_batch(struct mk_zplan *z, struct zbatch *b, int fd, const char 
 
 		if (s->rc)
 			return mk_err(z->m, s->rc, "%s", s->err);
-		if (s->len && (rc = pwrite_all(fd, s->out, s->len, off)))
+		if (s->len && (rc = mk_pwrite_full(fd, s->out, s->len, off)))
 			return mk_err(z->m, rc, "%s: writing the image: %s", name, strerror(-rc));
 		*chunk_rec(z, jb->chunk) = (struct cairn_disk_chunk){
 			cairn_le64(off), cairn_le32(s->len), cairn_le32(s->ulen | s->codec << 24) };

@@ -60,7 +60,7 @@ int ns_find_entry(struct cairn_ns *ns, const struct ns_dsnap *d, const char *nam
 	if (d->has_upper) {
 		rc = cairn_ramfs_lookup(ns->ram, d->upper, name, len, &m->ust);
 		if (rc == 0) {
-			m->whiteout = ns_is_whiteout(&m->ust);
+			m->whiteout = ns_is_whiteout(ns, &m->ust);
 			m->in_upper = !m->whiteout;
 			if (m->whiteout || !(how & NS_FIND_KEEP_REF))
 				cairn_ramfs_forget(ns->ram, m->ust.ino, 1);
@@ -99,13 +99,23 @@ void ns_entry_dir_layers(struct cairn_ns *ns, const struct ns_mentry *m, int *ha
 	*low = m->lower;
 }
 
+int ns_is_whiteout(struct cairn_ns *ns, const struct cairn_stat *st)
+{
+	return (st->mode & S_IFMT) == S_IFCHR && st->rdev == 0 &&
+	       cairn_ramfs_getxattr(ns->ram, st->ino, NS_XATTR_WHITEOUT, NULL, 0) >= 0;
+}
+
 int ns_make_whiteout(struct cairn_ns *ns, cairn_ino_t dir, const char *name, size_t len)
 {
 	struct cairn_stat st;
 	int rc = cairn_ramfs_mknod(ns->ram, dir, name, len, NS_WHITEOUT_MODE, 0, NULL, &st);
 
-	if (rc == 0)
-		cairn_ramfs_forget(ns->ram, st.ino, 1);
+	if (rc)
+		return rc;
+	rc = cairn_ramfs_setxattr(ns->ram, st.ino, NS_XATTR_WHITEOUT, "", 0, 0);
+	cairn_ramfs_forget(ns->ram, st.ino, 1);
+	if (rc)
+		cairn_ramfs_unlink(ns->ram, dir, name, len);
 	return rc;
 }
 
@@ -127,7 +137,7 @@ int ns_dir_empty(struct cairn_ns *ns, int has_up, cairn_ino_t up, int has_low, c
 				break;
 			}
 			rc = cairn_ramfs_getattr(ns->ram, e[i].ino, &st);
-			if (!rc && !ns_is_whiteout(&st))
+			if (!rc && !ns_is_whiteout(ns, &st))
 				rc = -ENOTEMPTY;
 		}
 		free(e);

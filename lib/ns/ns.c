@@ -652,24 +652,15 @@ int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t of
 	return rc ? rc : cairn_ramfs_fallocate(ns->ram, n->upper, mode, off, len);
 }
 
-int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, int64_t off, int whence)
+int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, uint64_t off, int whence)
 {
 	struct ns_node *n = ns_node_get(ns, node);
-	struct cairn_stat st;
-	int rc;
 
 	if (ns_has_upper(n))
 		return cairn_ramfs_lseek(ns->ram, n->upper, off, whence);
-	rc = cairn_image_stat(ns->img, n->lower, &st);
-	if (rc)
-		return rc;
-	if (off < 0 || (uint64_t)off >= st.size)
-		return -ENXIO;
-	if (whence == SEEK_DATA)
-		return off;
-	if (whence == SEEK_HOLE)
-		return (int64_t)st.size;
-	return -EINVAL;
+	/* The image knows its holes (extents of sparse files): cp, tar -S and rsync
+	 * -S skip them instead of reading gigabytes of zeros. */
+	return cairn_image_lseek(ns->img, n->lower, off, whence);
 }
 
 int cairn_ns_statfs(struct cairn_ns *ns, struct cairn_statfs *out)

@@ -216,10 +216,10 @@ int ns_purge_whiteouts(struct cairn_ns *ns, cairn_ino_t up);
 /* Image object `lower` loses a name that showed it (ns_link_gone). Lock held. */
 int ns_lower_name_gone(struct cairn_ns *ns, cairn_ino_t lower);
 
-static inline int ns_is_whiteout(const struct cairn_stat *st)
-{
-	return (st->mode & S_IFMT) == S_IFCHR && st->rdev == 0;
-}
+/* A whiteout is a RAM character device 0/0 marked with NS_XATTR_WHITEOUT: a 0/0
+ * device a user makes (overlayfs's own whiteout format, which overlayfs upper
+ * directories and container layers hold) is a file like any other. */
+int ns_is_whiteout(struct cairn_ns *ns, const struct cairn_stat *st);
 
 #define NS_WHITEOUT_MODE (S_IFCHR | 0)
 
@@ -228,6 +228,7 @@ static inline int ns_is_whiteout(const struct cairn_stat *st)
  * under this prefix are the namespace's own and hidden from users. */
 #define NS_XATTR_PREFIX "trusted.cairn."
 #define NS_XATTR_ORIGIN "trusted.cairn.origin"
+#define NS_XATTR_WHITEOUT "trusted.cairn.whiteout"
 int ns_reserved_xattr(const char *name);
 
 #endif

@@ -38,19 +38,23 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 			uint64_t ino;
 			struct ns_node *nd;
 
+			/* Under the lock: the listing holds no reference, and an unlink or
+			 * rename that frees an entry's inode holds the lock (TSan saw a
+			 * rename free it under a getxattr here). */
+			pthread_mutex_lock(&ns->lock);
 			if (de->dtype == DT_CHR) {
 				struct cairn_stat st;
 
 				if (cairn_ramfs_getattr(ns->ram, de->ino, &st) == 0 &&
-				    ns_is_whiteout(&st))
+				    ns_is_whiteout(ns, &st)) {
+					pthread_mutex_unlock(&ns->lock);
 					continue;
+				}
 			}
-			pthread_mutex_lock(&ns->lock);
 			nd = ns_table_find_upper(ns, de->ino);
-			ino = nd ? nd->st_ino : 0;
+			/* else the number a lookup would give it */
+			ino = nd ? nd->st_ino : ns_upper_st_ino(ns, de->ino);
 			pthread_mutex_unlock(&ns->lock);
-			if (!ino) /* the number a lookup would give it */
-				ino = ns_upper_st_ino(ns, de->ino);
 			stop = cb(ctx, de->name, de->name_len, ino, de->dtype, de->next);
 		}
 		if (n)

@@ -17,6 +17,9 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
+#endif
 
 /* Does the entry show a directory of the image? A directory made where an image
  * entry was deleted is opaque: it is the RAM layer's alone. */
@@ -184,14 +187,37 @@ fail:
 	return rc;
 }
 
+/* RENAME_WHITEOUT: a character device 0/0 takes the old name (the user's kind,
+ * overlayfs's whiteout format; kernel overlayfs needs it of an upper fs). It
+ * replaces the namespace's own whiteout there, which hides the image as well.
+ * Lock held; od has its upper directory (do_rename made sure). */
+static int leave_device(struct cairn_ns *ns, struct ns_node *od, const char *name, size_t len)
+{
+	struct cairn_stat st;
+	int rc = ns_upper_has(ns, od->upper, name, len);
+
+	if (rc > 0)
+		rc = cairn_ramfs_unlink(ns->ram, od->upper, name, len);
+	if (rc < 0)
+		return rc;
+	rc = cairn_ramfs_mknod(ns->ram, od->upper, name, len, S_IFCHR, 0, NULL, &st);
+	if (!rc)
+		cairn_ramfs_forget(ns->ram, st.ino, 1);
+	return rc;
+}
+
 int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, size_t oldlen,
 		    uint64_t newdir, const char *newname, size_t newlen, unsigned flags)
 {
+	unsigned whiteout = flags & RENAME_WHITEOUT;
 	int rc;
 
+	flags &= ~(unsigned)RENAME_WHITEOUT;
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
 	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	if (whiteout && (flags & RENAME_EXCHANGE))
 		return -EINVAL;
 	rc = ns_check_name(oldname, oldlen);
 	if (!rc)
@@ -203,6 +229,8 @@ int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, s
 	while ((rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen,
 			       ns_node_get(ns, newdir), newname, newlen, flags)) == -EAGAIN)
 		pthread_cond_wait(&ns->copy_done, &ns->lock);
+	if (!rc && whiteout)
+		rc = leave_device(ns, ns_node_get(ns, olddir), oldname, oldlen);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }

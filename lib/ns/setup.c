@@ -151,6 +151,19 @@ static int make_root(struct cairn_ns *ns)
 	return 0;
 }
 
+/* The overlay's root is shown from RAM: give it the image root's xattrs (ACLs:
+ * a default ACL there is what new files in / inherit), mode, owner and times. */
+static int root_from_image(struct cairn_ns *ns)
+{
+	struct cairn_stat ls;
+	int rc = cairn_image_stat(ns->img, cairn_image_root(ns->img), &ls);
+
+	if (rc)
+		return rc;
+	ls.ino = cairn_image_root(ns->img);
+	return ns_fill_object(ns, &ls, ns->root->upper, NS_KEEP_ALL, 0, NULL);
+}
+
 int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 {
 	struct cairn_ns *ns;
@@ -204,6 +217,8 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	rc = make_root(ns);
 	if (!rc && ns->img && ns->ram)
 		ns_node_add(ns, ns->root, 1);
+	if (!rc && ns->img && ns->overlay)
+		rc = root_from_image(ns);
 	if (!rc && has_tmp && !empty)
 		rc = add_tmp_paths(ns, cfg);
 	if (rc)

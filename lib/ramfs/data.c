@@ -517,7 +517,7 @@ int cairn_ramfs_fallocate(struct cairn_ramfs *fs, cairn_ino_t ino, int mode, uin
 	return err;
 }
 
-int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, int64_t off, int whence)
+int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, uint64_t off, int whence)
 {
 	struct ramfs_inode *n = ramfs_get(fs, ino);
 	int err = check_reg(n);
@@ -527,19 +527,17 @@ int64_t cairn_ramfs_lseek(struct cairn_ramfs *fs, cairn_ino_t ino, int64_t off, 
 		return err;
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
-	if (off < 0)
-		return -ENXIO;
 	pthread_rwlock_rdlock(&n->lock);
-	if ((uint64_t)off >= n->size) {
+	if (off >= n->size) {
 		r = -ENXIO;
 	} else {
-		uint64_t idx = (uint64_t)off >> fs->chunk_shift;
+		uint64_t idx = off >> fs->chunk_shift;
 		uint64_t i = tree_next(&n->u.data, idx, whence == SEEK_DATA);
 		uint64_t pos = i == NO_INDEX || i > (RAMFS_MAX_FILE >> fs->chunk_shift)
 			? UINT64_MAX : i << fs->chunk_shift;
 
-		if (pos < (uint64_t)off)
-			pos = (uint64_t)off;
+		if (pos < off)
+			pos = off;
 		if (whence == SEEK_DATA)
 			r = pos >= n->size ? -ENXIO : (int64_t)pos;
 		else

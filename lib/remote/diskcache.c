@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include <cairn/format.h>
+#include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/remote.h>
 
 #define DC_MAGIC "cairndc1"
@@ -420,6 +420,7 @@ static void dc_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops dc_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "diskcache",
 	.read = dc_read,
 	.close = dc_close,
@@ -491,9 +492,7 @@ int cairn_bdev_diskcache_new(struct cairn_bdev *below, const struct cairn_diskca
 	d->max_bytes = cfg->max_bytes ? cfg->max_bytes : DEFAULT_MAX;
 	d->chunk = chunk;
 	pthread_mutex_init(&d->lock, NULL);
-	d->base.ops = &dc_ops;
-	d->base.below = below;
-	d->base.size = cairn_bdev_size(below);
+	(void)cairn_bdev_init(&d->base, &dc_ops, below, cairn_bdev_size(below));
 	rc = dc_open_files(d, cfg->dir);
 	if (rc == 0) {
 		/* Measure what earlier runs (or crashes) left, and fit a lowered budget. */
@@ -594,6 +593,7 @@ static void offline_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops offline_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "offline",
 	.read = offline_read,
 	.close = offline_close,

@@ -553,6 +553,7 @@ static void http_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops http_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "http",
 	.read = http_read,
 	.close = http_close,

@@ -26,3 +26,8 @@ char *util_path_resolve(const char *base, const char *name)
 		return strdup(name);
 	return util_path_join(base, name, strlen(name));
 }
+
+char *util_path_resolve_in(const char *dir, const char *name)
+{
+	return util_path_resolve(dir[0] ? dir : "/", name);
+}

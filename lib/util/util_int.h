@@ -18,6 +18,9 @@ char *util_path_join(const char *dir, const char *name, size_t name_len);
 /* name when it is absolute or base is empty, else util_path_join(base, name):
  * a path written relative to base. */
 char *util_path_resolve(const char *base, const char *name);
+/* The same for a name found in directory dir, where an empty dir is the root
+ * ("/name"), not the cwd: a qcow2 backing file named beside an image in "/". */
+char *util_path_resolve_in(const char *dir, const char *name);
 
 /* A readdir callback (cairn_dirent_cb) that collects entries but "." and "..",
  * stopping after max of them (0 = all). Zero-initialise, set max, run a readdir

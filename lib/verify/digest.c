@@ -8,14 +8,20 @@
 #include "format/format_int.h"
 #include "verify/verify_int.h"
 
-void cairn_sha256(const void *p, size_t n, uint8_t out[CAIRN_DIGEST_LEN])
+/* SHA-256 with md (NULL: EVP_sha256()). Fails only without memory for the
+ * context; a zero digest then matches nothing, so the caller refuses the bytes
+ * rather than trusting them. */
+static void sha256_md(const EVP_MD *md, const void *p, size_t n, uint8_t out[CAIRN_DIGEST_LEN])
 {
 	unsigned len = CAIRN_DIGEST_LEN;
 
-	/* Fails only without memory for the context; a zero digest then matches
-	 * nothing, so the caller refuses the bytes rather than trusting them. */
-	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL))
+	if (!EVP_Digest(p, n, out, &len, md ? md : EVP_sha256(), NULL))
 		memset(out, 0, CAIRN_DIGEST_LEN);
+}
+
+void cairn_sha256(const void *p, size_t n, uint8_t out[CAIRN_DIGEST_LEN])
+{
+	sha256_md(NULL, p, n, out);
 }
 
 static int hexval(char c)
@@ -213,11 +219,11 @@ void cairn_verity_granule_digest(const struct cairn_verity *v, uint64_t g, const
 	int ok;
 
 	if (start >= CAIRN_BLOCK_SIZE && (start >= v->table_off + v->table_len || end <= v->table_off)) {
-		cairn_sha256(bytes, (size_t)len, out); /* the usual granule: no hole in it */
+		sha256_md(v->md, bytes, (size_t)len, out); /* the usual granule: no hole in it */
 		return;
 	}
 	ctx = EVP_MD_CTX_new();
-	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	ok = ctx && EVP_DigestInit_ex(ctx, v->md ? v->md : EVP_sha256(), NULL);
 	for (unsigned i = 0; ok && excluded(v, i, &lo, &hi); i++) {
 		if (hi <= pos || lo >= end)
 			continue;

@@ -9,7 +9,10 @@
  * Every other read is widened to whole granules, hashed and compared. The
  * segment cache above asks for whole segments, and a granule divides the segment
  * size (both 128 KiB by default), so widening costs nothing there, and a bad
- * granule fails exactly the segment that holds it.
+ * granule fails exactly the segment that holds it. The segment cache goes
+ * further when a granule divides its segment: it reads from below this device
+ * and calls cairn_bdev_verify_check() per segment (the same checks), so each
+ * segment is hashed apart, the reader's own first, its neighbours on a worker.
  * Nothing is kept: a bad granule gives -CAIRN_EDIGEST now and is fetched again
  * on the next read (a torn or stale copy from a proxy may be right next time).
  */
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/evp.h>
 #include <cairn/error.h>
 #include "verify/verify_int.h"
 
@@ -91,12 +95,24 @@ static void patch_checked(struct verify_dev *vd, uint8_t *buf, size_t len, uint6
 	}
 }
 
+/* Checks bytes [off, off+len) at buf (whole granules) and overwrites block 0 and
+ * the table region in them with the checked copies. 0 or -CAIRN_EDIGEST. */
+static int check_range(struct verify_dev *vd, uint8_t *buf, size_t len, uint64_t off)
+{
+	unsigned shift = vd->v.granule_shift;
+	int rc = check_granules(vd, buf, off >> shift, (off + len + vd->v.granule - 1) >> shift);
+
+	if (!rc)
+		patch_checked(vd, buf, len, off);
+	return rc;
+}
+
 static ssize_t verify_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct verify_dev *vd = to_vd(dev);
 	unsigned shift = vd->v.granule_shift;
-	uint64_t glo = off >> shift, ghi = (off + len + vd->v.granule - 1) >> shift;
-	uint64_t lo = glo << shift, hi = ghi << shift;
+	uint64_t lo = off >> shift << shift;
+	uint64_t hi = (off + len + vd->v.granule - 1) >> shift << shift;
 	uint8_t *tmp = buf;
 	int rc;
 
@@ -110,15 +126,12 @@ static ssize_t verify_read(struct cairn_bdev *dev, void *buf, size_t len, uint64
 	}
 	rc = cairn_bdev_read_full(dev->below, tmp, (size_t)(hi - lo), lo);
 	if (!rc)
-		rc = check_granules(vd, tmp, glo, ghi);
+		rc = check_range(vd, tmp, (size_t)(hi - lo), lo);
 	if (!rc && tmp != buf)
 		memcpy(buf, tmp + (off - lo), len);
 	if (tmp != buf)
 		free(tmp);
-	if (rc)
-		return rc;
-	patch_checked(vd, buf, len, off);
-	return (ssize_t)len;
+	return rc ? rc : (ssize_t)len;
 }
 
 static void verify_close(struct cairn_bdev *dev)
@@ -126,12 +139,14 @@ static void verify_close(struct cairn_bdev *dev)
 	struct verify_dev *vd = to_vd(dev);
 
 	cairn_bdev_close(dev->below);
+	EVP_MD_free(vd->v.md);
 	free(vd->table);
 	free(vd->head);
 	free(vd);
 }
 
-static const struct cairn_bdev_ops verify_ops = { "verify", verify_read, verify_close };
+static const struct cairn_bdev_ops verify_ops = { CAIRN_BDEV_OPS_VERSION, "verify", verify_read,
+						   verify_close };
 
 #define WHY(err, ...) (snprintf(why, why_len, __VA_ARGS__), (err))
 
@@ -205,6 +220,8 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	rc = check_root(vd, cfg, why, why_len);
 	if (!rc)
 		rc = cairn_verity_decode(vd->block0, &vd->v, why, why_len);
+	if (!rc) /* once, not per granule; NULL (no memory) falls back to EVP_sha256() */
+		vd->v.md = EVP_MD_fetch(NULL, "SHA256", NULL);
 	if (!rc && vd->v.image_size > dev_size)
 		rc = WHY(-CAIRN_ECORRUPT, "image is truncated: %llu bytes on the device, the "
 			 "superblock says %llu", (unsigned long long)dev_size,
@@ -243,6 +260,7 @@ int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_co
 		if (rc == -ENODATA && cfg && cfg->has_root)
 			rc = WHY(-CAIRN_EDIGEST, "a root digest was given, but the image has no "
 				 "digests (built without verification)");
+		EVP_MD_free(vd->v.md);
 		free(vd->table);
 		free(vd);
 		return rc;
@@ -266,6 +284,24 @@ int cairn_bdev_verify_take_head(struct cairn_bdev *dev, void **buf, size_t *len)
 	vd->head = NULL;
 	vd->head_len = 0;
 	return 0;
+}
+
+int cairn_bdev_verify_check(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct verify_dev *vd = to_vd(dev);
+	uint64_t mask, end = off + len;
+
+	if (!dev || dev->ops != &verify_ops)
+		return -EINVAL;
+	mask = vd->v.granule - 1;
+	if ((off & mask) || end > dev->size || end < off || ((end & mask) && end != dev->size))
+		return -EINVAL;
+	return check_range(vd, buf, len, off);
+}
+
+size_t cairn_bdev_verify_granule(struct cairn_bdev *dev)
+{
+	return dev && dev->ops == &verify_ops ? (size_t)to_vd(dev)->v.granule : 0;
 }
 
 struct cairn_bdev *cairn_bdev_verify_find(struct cairn_bdev *dev)

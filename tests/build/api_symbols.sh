@@ -15,11 +15,13 @@ extra=$(comm -23 "$WORK/exported" "$WORK/declared")
 absent=$(comm -13 "$WORK/exported" "$WORK/declared")
 [ -z "$absent" ] || fail "declared in include/cairn/*.h but not exported:" $absent
 
-# C++: take the address of every API function through <cairn/cairn.h>; the
+# C++: take the address of every API function through <cairn/cairn.h> (and
+# <cairn/testing.h>, the test hooks); the
 # object must refer to each by its plain C name (without extern "C" they are
 # mangled, and a C++ program does not link against libcairn).
 if command -v g++ >/dev/null 2>&1; then
   { echo '#include <cairn/cairn.h>'
+    echo '#include <cairn/testing.h>'
     echo 'int main() {'
     echo '  void (*volatile p)(void);'
     sed 's/.*/  p = reinterpret_cast<void (*)(void)>(\&&); (void)p;/' "$WORK/declared"

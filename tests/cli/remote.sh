@@ -84,6 +84,35 @@ grep -q "not an http" "$NET/err" || fail "bad mirror not named: $(cat "$NET/err"
 bounded "$CAIRN" info --timeout 2s "http://127.0.0.1:$(free_port)/img.cairn" 2>"$NET/err" &&
   fail "a closed port opened"
 
+# A server that serves a modified image (untrusted storage): pinned to the root
+# digest mkfs printed, a flipped byte of file data is EIO for that file only
+# (the others still read), and a flipped superblock byte is refused at open.
+root=$("$CAIRN" digest "$NET/www/img.cairn" | awk '{ print $NF }')
+case "$root" in sha256:*) ;; *) fail "no root digest: $root" ;; esac
+off=$(python3 - "$NET/www/img.cairn" "$src/big.bin" <<'PY'
+import sys
+# 2 MB into big.bin: a granule of its own, away from the metadata's.
+img = open(sys.argv[1], "rb").read(); data = open(sys.argv[2], "rb").read()
+print(img.index(data[2000000:2004096]) + 1000)
+PY
+) || fail "big.bin's bytes not found in the image"
+cp "$NET/www/img.cairn" "$NET/www/bad-data.cairn"
+printf '\377' | dd of="$NET/www/bad-data.cairn" bs=1 seek="$off" conv=notrunc 2>/dev/null
+BURL=http://127.0.0.1:$web_PORT/bad-data.cairn
+bounded "$CAIRN" cat --digest "$root" "$BURL" /big.bin > "$NET/bad.out" 2>"$NET/bad.err" &&
+  fail "a tampered data byte was served with success"
+grep -q "/big.bin: data does not match the image digest" "$NET/bad.err" ||
+  fail "tampered data: not a digest error: $(cat "$NET/bad.err")"
+cmp -s "$NET/bad.out" "$src/big.bin" && fail "tampered data: the whole file came out"
+bounded "$CAIRN" cat --digest "$root" "$BURL" /dir/text.txt | cmp - "$src/dir/text.txt" ||
+  fail "tampered image: an untouched file no longer reads"
+cp "$NET/www/img.cairn" "$NET/www/bad-super.cairn"
+printf '\001' | dd of="$NET/www/bad-super.cairn" bs=1 seek=216 conv=notrunc 2>/dev/null
+bounded "$CAIRN" info --digest "$root" "http://127.0.0.1:$web_PORT/bad-super.cairn" \
+  >/dev/null 2>"$NET/bad.err" && fail "a tampered superblock was accepted"
+grep -qi "digest" "$NET/bad.err" || fail "tampered superblock: $(cat "$NET/bad.err")"
+echo "ok: a modified image from the server: EIO for the bad granule, refused at open"
+
 # TLS with a self-signed certificate.
 if command -v openssl >/dev/null 2>&1; then
   nginx_tls_start tls "$NET/www" || fail "nginx over TLS did not start"

@@ -273,7 +273,7 @@ def run_fsck_mem(lib, buf, size):
     dev, cache, img = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
     assert lib.cairn_bdev_mem_new(ctypes.addressof(buf), size, 0, ctypes.byref(dev)) == 0
     assert lib.cairn_cache_new(dev, None, ctypes.byref(cache)) == 0
-    if lib.cairn_image_open(cache, ctypes.byref(img)) < 0:
+    if lib.cairn_image_open(cache, None, 0, ctypes.byref(img)) < 0:
         lib.cairn_cache_free(cache)
         return True, "open refused"
     n = lib.cairn_image_fsck(img, 0, None, None)

@@ -4,7 +4,9 @@
 # helpers in. Installs to a temp prefix, then, in a private mount namespace
 # (nothing is seen or changed outside it), lays the installed helper over the
 # system's sbin with an overlay and mounts through mount(8) with an empty
-# environment. The helper must find the cairn it was installed with.
+# environment. The helper must find the cairn it was installed with, and that
+# cairn the FUSE daemon installed with it (PREFIX/libexec/cairn/cairn-fuse, not
+# beside it: found by the path compiled in).
 . "$(dirname "$0")/common.inc"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 command -v unshare >/dev/null || skip "unshare not installed"
@@ -19,7 +21,8 @@ PREFIX=$WORK/prefix
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s -C "$ROOT" -j2 \
   BUILD="$WORK/build" PREFIX="$PREFIX" SBINDIR="$WORK/sbin" install > "$WORK/install.log" 2>&1 ||
   { tail -n 30 "$WORK/install.log"; fail "make install"; }
-[ -x "$PREFIX/bin/cairn" ] && [ -x "$WORK/sbin/mount.cairn" ] || fail "make install put nothing there"
+[ -x "$PREFIX/bin/cairn" ] && [ -x "$WORK/sbin/mount.cairn" ] &&
+  [ -x "$PREFIX/libexec/cairn/cairn-fuse" ] || fail "make install put nothing there"
 [ -e "$WORK/sbin/cairn" ] && fail "cairn next to the helper: this would not test the installed layout"
 
 mkdir -p "$WORK/src/dir" "$WORK/m"
@@ -47,5 +50,6 @@ case $rc in
   *) fail "inside the namespace: step $rc failed" ;;
 esac
 [ "$(cat "$WORK/read")" = installed ] || fail "content via mount -t cairn"
-grep -qx "$PREFIX/bin/cairn" "$WORK/exe" || fail "the daemon was not the installed cairn: $(cat "$WORK/exe")"
-echo "helper_install: mount -t cairn ran $PREFIX/bin/cairn"
+grep -qx "$PREFIX/libexec/cairn/cairn-fuse" "$WORK/exe" ||
+  fail "the daemon was not the installed cairn-fuse: $(cat "$WORK/exe")"
+echo "helper_install: mount -t cairn ran $PREFIX/bin/cairn, which ran $PREFIX/libexec/cairn/cairn-fuse"

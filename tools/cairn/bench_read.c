@@ -74,50 +74,12 @@ static void usage(FILE *f)
 		cli_image_opts_help);
 }
 
-/* ---- raw mode: file -> [offset] -> [delay] -> stats -> cache ---- */
+/* ---- raw mode: the stack builder's CAIRN_STACK_RAW stack, ending at the cache ---- */
 
-struct raw {
-	struct cairn_cache *cache;
-	struct cairn_bdev *stats;
-};
-
-static int raw_open(const struct bench *b, uint64_t delay_ns, struct raw *r)
+static int raw_read_all(const struct bench *b, struct cairn_cache *c, char *buf,
+			struct result *res)
 {
-	struct cairn_delay_config dc = b->o.open.delay;
-	struct cairn_bdev *dev, *up;
-	int rc = cairn_bdev_file_open(b->image, b->o.open.file_flags, &dev);
-
-	dc.latency_ns = delay_ns;
-	if (rc)
-		return rc;
-	if (b->o.open.offset) {
-		rc = cairn_bdev_offset_new(dev, b->o.open.offset, 0, &up);
-		if (rc)
-			goto fail;
-		dev = up;
-	}
-	if (dc.latency_ns || dc.bandwidth_bps) {
-		rc = cairn_bdev_delay_new(dev, &dc, &up);
-		if (rc)
-			goto fail;
-		dev = up;
-	}
-	rc = cairn_bdev_stats_new(dev, &r->stats);
-	if (rc)
-		goto fail;
-	dev = r->stats;
-	rc = cairn_cache_new(dev, &b->o.open.cache, &r->cache);
-	if (rc)
-		goto fail;
-	return 0;
-fail:
-	cairn_bdev_close(dev);
-	return rc;
-}
-
-static int raw_read_all(const struct bench *b, struct raw *r, char *buf, struct result *res)
-{
-	uint64_t size = cairn_bdev_size(cairn_cache_bdev(r->cache));
+	uint64_t size = cairn_bdev_size(cairn_cache_bdev(c));
 	struct cairn_cache_hint h = { 0, size };
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
@@ -130,7 +92,7 @@ static int raw_read_all(const struct bench *b, struct raw *r, char *buf, struct 
 		x ^= x >> 7;
 		x ^= x << 17;
 		off = x % (size / b->bs) * b->bs;
-		n = cairn_cache_read(r->cache, buf, b->bs, off, &h);
+		n = cairn_cache_read(c, buf, b->bs, off, &h);
 		if (n < 0) {
 			cli_err("bench", "%s: read at %" PRIu64 ": %s", b->image, off,
 				cairn_strerror((int)n));
@@ -143,7 +105,7 @@ static int raw_read_all(const struct bench *b, struct raw *r, char *buf, struct 
 		return 0;
 	}
 	for (uint64_t off = 0; off < size; off += b->bs) {
-		ssize_t n = cairn_cache_read(r->cache, buf, b->bs, off, &h);
+		ssize_t n = cairn_cache_read(c, buf, b->bs, off, &h);
 
 		if (n <= 0) {
 			cli_err("bench", "%s: read at %" PRIu64 ": %s", b->image, off,
@@ -323,40 +285,30 @@ static int run_pass(const struct bench *b, uint64_t delay_ns, int with_hits, str
 	if (!buf)
 		return -ENOMEM;
 	t0 = now_ms();
-	if (b->raw) {
-		struct raw r;
-
-		rc = raw_open(b, delay_ns, &r);
-		if (rc) {
-			cli_err("bench", "%s: %s", b->image, cairn_strerror(rc));
-		} else {
-			rc = raw_read_all(b, &r, buf, res);
-			res->wall_ms = now_ms() - t0;
-			cairn_bdev_stats_get(r.stats, &res->dev);
-			cairn_cache_get_stats(r.cache, &res->cache);
-			res->segment = cairn_cache_segment_size(r.cache);
-			if (!rc && with_hits)
-				hit_bench(b, r.cache, res);
-			cairn_cache_free(r.cache);
-		}
-	} else {
+	{
 		struct cli_image_opts o = b->o;
-		struct cairn_image *img;
+		struct cairn_stack *stack;
+		struct cairn_cache *c;
 
 		o.open.delay.latency_ns = delay_ns;
-		img = cli_open_image("bench", b->image, &o);
-		if (!img) {
+		if (b->raw)
+			o.open.flags |= CAIRN_STACK_RAW;
+		stack = cli_open_image("bench", b->image, &o);
+		if (!stack) {
 			rc = -EIO;
 		} else {
-			rc = image_read_all(b, img, buf, res);
+			c = cairn_stack_cache(stack);
+			rc = b->raw ? raw_read_all(b, c, buf, res) :
+				image_read_all(b, cairn_stack_image(stack), buf, res);
 			res->wall_ms = now_ms() - t0;
-			cairn_image_device_counters(img, &res->dev);
-			cairn_cache_get_stats(cairn_image_cache(img), &res->cache);
-			res->segment = cairn_cache_segment_size(cairn_image_cache(img));
+			cairn_stack_counters(stack, &res->dev);
+			cairn_cache_get_stats(c, &res->cache);
+			res->segment = cairn_cache_segment_size(c);
 			if (!rc && with_hits)
-				hit_bench(b, cairn_image_cache(img), res);
-			cli_print_stats(&o, img);
-			cairn_image_close(img);
+				hit_bench(b, c, res);
+			if (!b->raw)
+				cli_print_stats(&o, stack);
+			cairn_stack_close(stack);
 		}
 	}
 	free(buf);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <cairn/cairn.h>
+#include "open_cfg.h"
 
 int cmd_mkfs(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -29,10 +30,15 @@ int bench_rw_main(int argc, char **argv);
 #define CLI_EXIT_FAIL    1  /* the operation failed (IO error, corrupt image, ...) */
 #define CLI_EXIT_USAGE   2  /* bad command line */
 
+/* Flushes and closes stdout at exit; output that never got there (a full disk,
+ * a closed pipe) turns rc into CLI_EXIT_FAIL with a message for "cairn <cmd>"
+ * (cmd may be NULL). Returns the exit code. */
+int cli_close_stdout(const char *cmd, int rc);
+
 /* Options every image-reading command takes: --cache-size, --segment, --delay,
  * --max-io, --offset, --direct, --stats, --digest, --verify. */
 struct cli_image_opts {
-	struct cairn_open_opts open;
+	struct cli_open_cfg open;             /* open_cfg.h */
 	int print_stats;
 	/* Hidden test options (tests/cli/faults*.sh): --fault-nth N, --fault-every K,
 	 * --fault-random PERMILLE, --fault-seed S, --fault-short, --fault-persistent
@@ -44,8 +50,9 @@ void cli_image_opts_init(struct cli_image_opts *o);
  * 0 if it is not one; -1 after printing an error for a bad value. */
 int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i);
 extern const char cli_image_opts_help[];
-/* Open the image or print "cairn <cmd>: <path>: <reason>" and return NULL. */
-struct cairn_image *cli_open_image(const char *cmd, const char *path,
+/* Open the image's stack or print "cairn <cmd>: <path>: <reason>" and return
+ * NULL. The caller closes it with cairn_stack_close(). */
+struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o);
 /* Report an error from a call on an open image: "cairn <cmd>: IMAGE: corrupt
  * image: <reason> (<what>)" for corruption, else "cairn <cmd>: IMAGE: <what>:
@@ -55,12 +62,12 @@ void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, co
 /* A remote-image option (connections, timeout, retries, mirror, proxy, cacert,
  * insecure, http1, cache_dir, cache_max, cache_chunk, s3_*): 1 when taken, 0 when
  * key is not one, -1 after printing an error. val may be NULL for the flags. */
-int cli_remote_opt(struct cairn_open_opts *o, const char *cmd, const char *key, const char *val);
+int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *val);
 /* http and disk cache counters of the stack under dev, if it has them: one line
  * each, or "key value" lines when style is "kv" (the mount's stats file). */
 void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style);
 /* Print IO counters to stderr if --stats was given. */
-void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img);
+void cli_print_stats(const struct cli_image_opts *o, struct cairn_stack *stack);
 
 /* Read-side commands (cli_read.c). A boolean flag: "-l" (alt "--long") sets *set. */
 struct cli_flag {

@@ -164,9 +164,9 @@ static int fault_opt_parse(struct cli_image_opts *o, const char *opt, const char
 /* A remote-image option: the same keys for `-o key=val` (mount) and
  * `--key val` (other commands, '-' for '_'). Returns 1 when taken, 0 when
  * key is not one, -1 after printing an error. */
-int cli_remote_opt(struct cairn_open_opts *o, const char *cmd, const char *key, const char *val)
+int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *val)
 {
-	struct cairn_remote_opts *r = &o->remote;
+	struct cli_remote_cfg *r = &o->remote;
 	uint64_t v;
 	char *end;
 
@@ -323,10 +323,39 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 	return 1;
 }
 
-struct cairn_image *cli_open_image(const char *cmd, const char *path,
+int cli_stack_open(const char *path, const struct cli_open_cfg *c, char *why, size_t why_len,
+		   struct cairn_stack **out)
+{
+	struct cairn_remote_opts r;
+	struct cairn_stack_opts so;
+
+	cairn_remote_opts_init(&r);
+	r.http = &c->remote.http;
+	r.mirrors = c->remote.mirrors;
+	r.n_mirrors = c->remote.n_mirrors;
+	r.s3 = &c->remote.s3;
+	r.cache_dir = c->remote.cache_dir;
+	r.cache_max = c->remote.cache_max;
+	r.cache_chunk = c->remote.cache_chunk;
+	cairn_stack_opts_init(&so);
+	so.cache = &c->cache;
+	so.delay = &c->delay;
+	so.qcow2 = &c->qcow2;
+	so.verify = &c->verify;
+	so.remote = &r;
+	so.offset = c->offset;
+	so.file_flags = c->file_flags;
+	so.chunk_cache = c->chunk_cache;
+	so.flags = c->flags;
+	if (c->fault)
+		return cairn_stack_open_faulty(path, &so, c->fault, why, why_len, out);
+	return cairn_stack_open(path, &so, why, why_len, out);
+}
+
+struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o)
 {
-	struct cairn_image *img = NULL;
+	struct cairn_stack *stack = NULL;
 	char why[256];
 	int rc;
 
@@ -334,7 +363,7 @@ struct cairn_image *cli_open_image(const char *cmd, const char *path,
 		cli_err(cmd, "--digest needs verification: drop --verify none");
 		return NULL;
 	}
-	rc = cairn_image_open_path_ex(path, &o->open, why, sizeof(why), &img);
+	rc = cli_stack_open(path, &o->open, why, sizeof(why), &stack);
 
 	if (rc < 0) {
 		if (why[0] && rc == -EINVAL) /* the reason names the path; "Invalid argument"
@@ -346,7 +375,7 @@ struct cairn_image *cli_open_image(const char *cmd, const char *path,
 			cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
 		return NULL;
 	}
-	return img;
+	return stack;
 }
 
 void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
@@ -364,8 +393,9 @@ void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, co
 		cli_err(cmd, "%s: %s", image, cairn_strerror(err));
 }
 
-void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
+void cli_print_stats(const struct cli_image_opts *o, struct cairn_stack *stack)
 {
+	struct cairn_image *img = stack ? cairn_stack_image(stack) : NULL;
 	struct cairn_bdev_counters dc;
 	struct cairn_cache_stats cs;
 	struct cairn_qcow2_stats qs;
@@ -377,7 +407,7 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_image *img)
 		return;
 	cairn_cache_get_stats(cairn_image_cache(img), &cs);
 	lookups = cs.hits + cs.misses;
-	if (cairn_image_device_counters(img, &dc) == 0)
+	if (cairn_stack_counters(stack, &dc) == 0)
 		fprintf(stderr, "device: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64
 			" errors\n", dc.requests, dc.bytes, dc.errors);
 	fprintf(stderr, "cache: %" PRIu64 " hits, %" PRIu64 " misses (%.1f%% hit), %" PRIu64
@@ -430,4 +460,22 @@ void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style)
 			" write errors, %" PRIu64 " bytes used\n",
 			ds.hits, ds.misses, ds.stored, ds.evicted, ds.torn, ds.write_errors,
 			ds.used_bytes);
+}
+
+/*
+ * Output that never reached stdout (a full disk, a closed pipe, > /dev/full) is a
+ * failure, whatever the command thought: flush and close stdout here, once for
+ * every command, and turn an error into exit 1 with a message.
+ */
+int cli_close_stdout(const char *cmd, int rc)
+{
+	int failed = ferror(stdout);
+
+	errno = 0;
+	if (fclose(stdout) || failed) {
+		fprintf(stderr, "cairn%s%s: writing to stdout: %s\n", cmd ? " " : "", cmd ? cmd : "",
+			errno ? strerror(errno) : "write error");
+		return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
+	}
+	return rc;
 }

@@ -70,6 +70,7 @@ int cmd_cat(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct cairn_image *img;
+	struct cairn_stack *stack;
 	int npos, rc, failed = 0;
 	char **pos = calloc((size_t)argc + 1, sizeof(char *));
 	char *buf;
@@ -84,10 +85,11 @@ int cmd_cat(int argc, char **argv)
 		free(pos);
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	}
-	img = cli_open_image("cat", pos[0], &o);
+	stack = cli_open_image("cat", pos[0], &o);
+	img = stack ? cairn_stack_image(stack) : NULL;
 	buf = malloc(CAT_CHUNK);
 	if (!img || !buf) {
-		cairn_image_close(img);
+		cairn_stack_close(stack);
 		free(buf);
 		free(pos);
 		return CLI_EXIT_FAIL;
@@ -95,8 +97,8 @@ int cmd_cat(int argc, char **argv)
 	for (int i = 1; i < npos; i++)
 		if (cat_one(img, pos[0], pos[i], buf))
 			failed = 1;
-	cli_print_stats(&o, img);
-	cairn_image_close(img);
+	cli_print_stats(&o, stack);
+	cairn_stack_close(stack);
 	free(buf);
 	free(pos);
 	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;

@@ -30,7 +30,7 @@ static void report(void *ctx, const char *msg)
 
 /* The device stack of the image without the verify device and the cache: the
  * scan reads every byte itself, so it names each bad granule. */
-static struct cairn_image *open_raw(const char *path, struct cli_image_opts *o)
+static struct cairn_stack *open_raw(const char *path, struct cli_image_opts *o)
 {
 	struct cli_image_opts raw = *o;
 
@@ -44,6 +44,7 @@ int cmd_digest(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct cairn_image *img;
+	struct cairn_stack *stack;
 	uint8_t root[CAIRN_DIGEST_LEN];
 	char text[CAIRN_DIGEST_TEXT_LEN];
 	int npos, rc;
@@ -58,12 +59,13 @@ int cmd_digest(int argc, char **argv)
 		cli_err("digest", "needs IMAGE (see cairn digest --help)");
 		return CLI_EXIT_USAGE;
 	}
-	img = open_raw(pos[0], &o);
+	stack = open_raw(pos[0], &o);
+	img = stack ? cairn_stack_image(stack) : NULL;
 	if (!img)
 		return DIGEST_EXIT_UNREADABLE;
 	problems = cairn_verify_scan(cairn_cache_bdev(cairn_image_cache(img)), root, report, pos[0]);
-	cli_print_stats(&o, img);
-	cairn_image_close(img);
+	cli_print_stats(&o, stack);
+	cairn_stack_close(stack);
 	if (problems == -ENODATA) {
 		cli_err("digest", "%s: the image has no digests (built with --no-verity)", pos[0]);
 		return DIGEST_EXIT_UNREADABLE;

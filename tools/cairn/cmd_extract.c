@@ -52,6 +52,7 @@ int cmd_extract(int argc, char **argv)
 	struct cli_image_opts o;
 	struct cairn_extract_opts xo;
 	struct cairn_image *img;
+	struct cairn_stack *stack;
 	int npos, rc, safe_links = 0, unsafe_links = 0, overwrite_dir = 0;
 	char *pos[2];
 	const struct cli_flag flags[] = {
@@ -69,7 +70,8 @@ int cmd_extract(int argc, char **argv)
 		cli_err("extract", "needs IMAGE and DIR (see cairn extract --help)");
 		return CLI_EXIT_USAGE;
 	}
-	img = cli_open_image("extract", pos[0], &o);
+	stack = cli_open_image("extract", pos[0], &o);
+	img = stack ? cairn_stack_image(stack) : NULL;
 	if (!img)
 		return CLI_EXIT_FAIL;
 	raise_fd_limit();
@@ -80,7 +82,7 @@ int cmd_extract(int argc, char **argv)
 	xo.image_name = pos[0];
 	xo.report = report;
 	rc = cairn_extract_to_dir(img, "/", pos[1], &xo, NULL);
-	cli_print_stats(&o, img);
-	cairn_image_close(img);
+	cli_print_stats(&o, stack);
+	cairn_stack_close(stack);
 	return rc ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -60,6 +60,7 @@ int cmd_fsck(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct cairn_image *img;
+	struct cairn_stack *stack;
 	struct cairn_verify_config pinned;
 	uint8_t root[CAIRN_DIGEST_LEN];
 	int verity;
@@ -84,7 +85,8 @@ int cmd_fsck(int argc, char **argv)
 	pinned = o.open.verify;
 	o.open.verify.off = 1;
 	o.open.verify.has_root = 0;
-	img = cli_open_image("fsck", pos[0], &o);
+	stack = cli_open_image("fsck", pos[0], &o);
+	img = stack ? cairn_stack_image(stack) : NULL;
 	if (!img)
 		return FSCK_EXIT_UNREADABLE;
 	r.image = pos[0];
@@ -93,8 +95,8 @@ int cmd_fsck(int argc, char **argv)
 				    &r);
 	if (problems >= 0 && pinned.has_root && root_differs(img, pinned.root, pos[0]))
 		problems++;
-	cli_print_stats(&o, img);
-	cairn_image_close(img);
+	cli_print_stats(&o, stack);
+	cairn_stack_close(stack);
 	if (problems < 0) {
 		cli_err("fsck", "%s: cannot check: %s", pos[0], cairn_strerror((int)problems));
 		return FSCK_EXIT_UNREADABLE;

@@ -124,6 +124,7 @@ int cmd_info(int argc, char **argv)
 	struct cli_image_opts o;
 	struct cairn_image_info in;
 	struct cairn_image *img;
+	struct cairn_stack *stack;
 	uint8_t d[CAIRN_DIGEST_LEN];
 	char root[CAIRN_DIGEST_TEXT_LEN + 32];
 	int json = 0, npos, rc;
@@ -138,14 +139,15 @@ int cmd_info(int argc, char **argv)
 		cli_err("info", "needs IMAGE (see cairn info --help)");
 		return CLI_EXIT_USAGE;
 	}
-	img = cli_open_image("info", pos[0], &o);
+	stack = cli_open_image("info", pos[0], &o);
+	img = stack ? cairn_stack_image(stack) : NULL;
 	if (!img)
 		return CLI_EXIT_FAIL;
 	cairn_image_get_info(img, &in);
 	rc = cairn_image_root_digest(img, d);
 	if (rc && rc != -ENODATA) {
 		cli_img_err("info", pos[0], img, "reading block 0", rc);
-		cairn_image_close(img);
+		cairn_stack_close(stack);
 		return CLI_EXIT_FAIL;
 	}
 	if (rc)
@@ -156,7 +158,7 @@ int cmd_info(int argc, char **argv)
 		print_json(&in, rc ? "" : root);
 	else
 		print_text(&in, root);
-	cli_print_stats(&o, img);
-	cairn_image_close(img);
+	cli_print_stats(&o, stack);
+	cairn_stack_close(stack);
 	return CLI_EXIT_OK;
 }

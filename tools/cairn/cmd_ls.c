@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "cli.h"
-#include "util/util_int.h"
 
 static void usage(FILE *f)
 {
@@ -71,6 +70,19 @@ static void print_entry(struct ls *s, const char *path, const char *name, size_t
 	putchar('\n');
 }
 
+/* The path printed for an entry of the directory at path: one '/' between
+ * them, none after an empty path. malloc'd; NULL on ENOMEM. */
+static char *entry_path(const char *path, const char *name, size_t len)
+{
+	size_t n = strlen(path);
+	char *p;
+
+	if (asprintf(&p, "%s%s%.*s", path, !n || path[n - 1] == '/' ? "" : "/", (int)len,
+		     name) < 0)
+		return NULL;
+	return p;
+}
+
 static void list_dir(struct ls *s, const char *path, cairn_ino_t dir, int header)
 {
 	struct cairn_dirent *l = NULL;
@@ -94,7 +106,7 @@ static void list_dir(struct ls *s, const char *path, cairn_ino_t dir, int header
 		s->failed = 1;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		char *p = util_path_join(path, l[i].name, l[i].name_len);
+		char *p = entry_path(path, l[i].name, l[i].name_len);
 
 		print_entry(s, p ? p : path, l[i].name, l[i].name_len, l[i].ino);
 		free(p);
@@ -104,7 +116,7 @@ static void list_dir(struct ls *s, const char *path, cairn_ino_t dir, int header
 
 		if (l[i].dtype != DT_DIR)
 			continue;
-		p = util_path_join(path, l[i].name, l[i].name_len);
+		p = entry_path(path, l[i].name, l[i].name_len);
 		if (!p) {
 			s->failed = 1;
 			break;
@@ -120,6 +132,7 @@ int cmd_ls(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct ls s = { 0 };
+	struct cairn_stack *stack;
 	struct cairn_image_info info;
 	struct cairn_stat st;
 	const char *path;
@@ -140,7 +153,8 @@ int cmd_ls(int argc, char **argv)
 	}
 	path = npos > 1 ? pos[1] : "/";
 	s.image = pos[0];
-	s.img = cli_open_image("ls", s.image, &o);
+	stack = cli_open_image("ls", s.image, &o);
+	s.img = stack ? cairn_stack_image(stack) : NULL;
 	if (!s.img)
 		return CLI_EXIT_FAIL;
 	cairn_image_get_info(s.img, &info);
@@ -148,7 +162,7 @@ int cmd_ls(int argc, char **argv)
 	s.seen = calloc((size_t)(info.inode_count / 8 + 1), 1);
 	if (!s.seen) {
 		cli_err("ls", "out of memory");
-		cairn_image_close(s.img);
+		cairn_stack_close(stack);
 		return CLI_EXIT_FAIL;
 	}
 	/* Like ls: a symlink named on the command line is listed itself with -l,
@@ -164,8 +178,8 @@ int cmd_ls(int argc, char **argv)
 	} else {
 		print_entry(&s, path, path, strlen(path), ino);
 	}
-	cli_print_stats(&o, s.img);
+	cli_print_stats(&o, stack);
 	free(s.seen);
-	cairn_image_close(s.img);
+	cairn_stack_close(stack);
 	return s.failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -84,6 +84,7 @@ int cmd_stat(int argc, char **argv)
 {
 	struct cli_image_opts o;
 	struct cairn_image *img;
+	struct cairn_stack *stack;
 	struct cairn_stat st;
 	cairn_ino_t ino;
 	char mode[11], t[80], target[CAIRN_SYMLINK_MAX + 1];
@@ -99,7 +100,8 @@ int cmd_stat(int argc, char **argv)
 		cli_err("stat", "needs IMAGE and PATH (see cairn stat --help)");
 		return CLI_EXIT_USAGE;
 	}
-	img = cli_open_image("stat", pos[0], &o);
+	stack = cli_open_image("stat", pos[0], &o);
+	img = stack ? cairn_stack_image(stack) : NULL;
 	if (!img)
 		return CLI_EXIT_FAIL;
 	rc = cairn_image_resolve(img, pos[1], deref, &ino);
@@ -107,7 +109,7 @@ int cmd_stat(int argc, char **argv)
 		rc = cairn_image_stat(img, ino, &st);
 	if (rc) {
 		cli_img_err("stat", pos[0], img, pos[1], rc);
-		cairn_image_close(img);
+		cairn_stack_close(stack);
 		return CLI_EXIT_FAIL;
 	}
 	cli_mode_string(st.mode, mode);
@@ -147,7 +149,7 @@ int cmd_stat(int argc, char **argv)
 	}
 	if (print_xattrs(img, pos[0], pos[1], ino))
 		rc = -1;
-	cli_print_stats(&o, img);
-	cairn_image_close(img);
+	cli_print_stats(&o, stack);
+	cairn_stack_close(stack);
 	return rc ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

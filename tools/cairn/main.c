@@ -31,24 +31,6 @@ static void usage(FILE *f)
 	fprintf(f, "\n'cairn <command> --help' describes each command.\n");
 }
 
-/*
- * Output that never reached stdout (a full disk, a closed pipe, > /dev/full) is a
- * failure, whatever the command thought: flush and close stdout here, once for
- * every command, and turn an error into exit 1 with a message.
- */
-static int close_stdout(const char *cmd, int rc)
-{
-	int failed = ferror(stdout);
-
-	errno = 0;
-	if (fclose(stdout) || failed) {
-		fprintf(stderr, "cairn%s%s: writing to stdout: %s\n", cmd ? " " : "", cmd ? cmd : "",
-			errno ? strerror(errno) : "write error");
-		return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
-	}
-	return rc;
-}
-
 static int run(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -75,5 +57,5 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc >= 2 && argv[1][0] != '-' ? argv[1] : NULL;
 
-	return close_stdout(cmd, run(argc, argv));
+	return cli_close_stdout(cmd, run(argc, argv));
 }

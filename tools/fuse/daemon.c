@@ -26,7 +26,7 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include "cairn_fuse.h"
+#include "daemon.h"
 #include "../cairn/cli.h"
 
 #define READ_AHEAD_KB 4096
@@ -60,7 +60,7 @@ static void rss_kb(uint64_t *rss, uint64_t *hwm)
 	fclose(f);
 }
 
-static void write_verify_stats(FILE *f, struct cairn_fuse *cf)
+static void write_verify_stats(FILE *f, struct daemon *cf)
 {
 	struct cairn_verify_stats vs;
 
@@ -72,7 +72,7 @@ static void write_verify_stats(FILE *f, struct cairn_fuse *cf)
 }
 
 /* "key value" lines, replaced atomically so readers never see half a file. */
-static void write_stats(struct cairn_fuse *cf)
+static void write_stats(struct daemon *cf)
 {
 	const char *path = cf->stats_path;
 	struct cairn_ns_usage u;
@@ -90,7 +90,7 @@ static void write_stats(struct cairn_fuse *cf)
 		struct cairn_cache_stats cs;
 		struct cairn_chunk_cache_stats zs;
 
-		if (cairn_image_device_counters(cf->img, &dc) == 0) {
+		if (cairn_stack_counters(cf->stack, &dc) == 0) {
 			fprintf(f, "device_requests %" PRIu64 "\n", dc.requests);
 			fprintf(f, "device_bytes %" PRIu64 "\n", dc.bytes);
 			fprintf(f, "device_errors %" PRIu64 "\n", dc.errors);
@@ -133,7 +133,7 @@ static void write_stats(struct cairn_fuse *cf)
 	if (cf->push) {
 		uint64_t files, bytes;
 
-		cairn_push_counts(cf->push, &files, &bytes);
+		push_counts(cf->push, &files, &bytes);
 		fprintf(f, "push_files %" PRIu64 "\npush_bytes %" PRIu64 "\n", files, bytes);
 	}
 	cairn_ns_usage(cf->ns, &u);
@@ -152,7 +152,7 @@ static void write_stats(struct cairn_fuse *cf)
 /* ---- helper threads ---- */
 
 struct sig_thread {
-	struct cairn_fuse *cf;
+	struct daemon *cf;
 	pthread_t tid;
 	int quit;
 };
@@ -173,8 +173,8 @@ static void *sig_main(void *arg)
 			break;
 		if (sig == SIGUSR1)
 			write_stats(st->cf);
-		else if (sig == SIGUSR2 && st->cf->img && cairn_image_fault_dev(st->cf->img))
-			cairn_bdev_fault_set(cairn_image_fault_dev(st->cf->img), NULL);
+		else if (sig == SIGUSR2 && st->cf->stack && cairn_stack_fault_dev(st->cf->stack))
+			cairn_bdev_fault_set(cairn_stack_fault_dev(st->cf->stack), NULL);
 	}
 	return NULL;
 }
@@ -184,7 +184,7 @@ static void *sig_main(void *arg)
  * read, not read-ahead windows around them. A prefetched mount keeps the small
  * default: the pages it needs are pushed ahead of it (push.c), and a page
  * outside the hot prefix should not pull a large window of cold data with it. */
-static int read_ahead_kb(const struct cairn_fuse *cf)
+static int read_ahead_kb(const struct daemon *cf)
 {
 	if (cf->trace)
 		return 0;
@@ -222,7 +222,7 @@ static void bdi_set(const struct stat *mnt, const char *knob, int val)
  *   any local file system. */
 static void *bdi_main(void *arg)
 {
-	struct cairn_fuse *cf = arg;
+	struct daemon *cf = arg;
 	int kb = read_ahead_kb(cf);
 	struct stat st;
 
@@ -244,7 +244,7 @@ static void *bdi_main(void *arg)
 /* stats= is written only at unmount (and on SIGUSR1), long after the command
  * returned, so a path that cannot be written is refused now, as trace= is. It is
  * kept absolute: the detached daemon runs in /. */
-static int check_stats_file(struct cairn_fuse *cf, const char *file)
+static int check_stats_file(struct daemon *cf, const char *file)
 {
 	char dir[PATH_MAX], *slash;
 	struct stat st;
@@ -357,7 +357,7 @@ static int check_mountpoint(const char *mnt, char abs[PATH_MAX])
  * fails the mount when it was asked for, and is ignored when it is the default.
  * Remote images (the disk-cache work) will take their default from the cache
  * directory instead: <cache dir>/<image uuid>.profile, chosen here. */
-static const char *profile_path(const struct cairn_fuse *cf, const struct cairn_mount_opts *o,
+static const char *profile_path(const struct daemon *cf, const struct mount_opts *o,
 				char beside[PATH_MAX])
 {
 	if (o->prefetch_file || cf->learn_path)
@@ -370,7 +370,7 @@ static const char *profile_path(const struct cairn_fuse *cf, const struct cairn_
 }
 
 /* Whether the mount will prefetch (and so hold its hot data in the cache). */
-static int will_prefetch(const struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+static int will_prefetch(const struct daemon *cf, const struct mount_opts *o)
 {
 	char beside[PATH_MAX];
 	const char *path = profile_path(cf, o, beside);
@@ -378,7 +378,7 @@ static int will_prefetch(const struct cairn_fuse *cf, const struct cairn_mount_o
 	return o->prefetch || (path && access(path, F_OK) == 0);
 }
 
-static int load_profile(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+static int load_profile(struct daemon *cf, const struct mount_opts *o)
 {
 	char beside[PATH_MAX];
 	const char *path = profile_path(cf, o, beside);
@@ -447,7 +447,7 @@ static int learn_lock(const char *trace)
 
 /* learn=FILE: the profile and this run's trace beside it, as absolute paths (the
  * daemon leaves the working directory before it writes them back). */
-static int learn_paths(struct cairn_fuse *cf, const char *file)
+static int learn_paths(struct daemon *cf, const char *file)
 {
 	char dir[PATH_MAX], abs[PATH_MAX];
 	const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
@@ -468,7 +468,7 @@ static int learn_paths(struct cairn_fuse *cf, const char *file)
 }
 
 /* At unmount: this run's trace joins the profile, written atomically. */
-static void learn_save(struct cairn_fuse *cf)
+static void learn_save(struct daemon *cf)
 {
 	int rc = cairn_image_profile_save(cf->img, cf->learn_trace, cf->learn_path, NULL);
 
@@ -496,15 +496,15 @@ static void report_problem(void *ctx, const char *msg)
  * together near the front, so this is one or a few large reads that lookups
  * would make anyway; above CAIRN_VERIFY_MAX it is left to first use. */
 #define CAIRN_VERIFY_MAX (4u << 20)
-static int verify_meta(struct cairn_image *img, const struct cairn_mount_opts *o)
+static int verify_meta(struct cairn_image *img, const struct mount_opts *o)
 {
 	struct cairn_image_info info;
 	struct problems p = { o->image, 0 };
 	long problems;
 
 	cairn_image_get_info(img, &info);
-	if (o->verify == CAIRN_VERIFY_NONE || o->verify == CAIRN_VERIFY_LAZY ||
-	    (o->verify == CAIRN_VERIFY_AUTO && info.meta_len > CAIRN_VERIFY_MAX))
+	if (o->verify == MOUNT_VERIFY_NONE || o->verify == MOUNT_VERIFY_LAZY ||
+	    (o->verify == MOUNT_VERIFY_AUTO && info.meta_len > CAIRN_VERIFY_MAX))
 		return 0;
 	problems = cairn_image_fsck(img, 0, report_problem, &p);
 	if (problems == 0)
@@ -517,7 +517,7 @@ static int verify_meta(struct cairn_image *img, const struct cairn_mount_opts *o
 	return -1;
 }
 
-static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+static int open_layers(struct daemon *cf, const struct mount_opts *o)
 {
 	struct cairn_ns_config nc;
 	char bad_tmp[PATH_MAX] = "";
@@ -525,7 +525,7 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 
 	if (!o->empty) {
 		static const struct cairn_fault_config no_faults; /* read-only */
-		struct cairn_open_opts oo = o->open;
+		struct cli_open_cfg oo = o->open;
 		struct cairn_stat st;
 		char why[256] = "";
 
@@ -549,7 +549,9 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 			return -1;
 		if (!oo.cache.budget_bytes && !o->keep_data && !will_prefetch(cf, o))
 			oo.cache.budget_bytes = DAEMON_BUDGET;
-		rc = cairn_image_open_path_ex(o->image, &oo, why, sizeof(why), &cf->img);
+		rc = cli_stack_open(o->image, &oo, why, sizeof(why), &cf->stack);
+		if (!rc)
+			cf->img = cairn_stack_image(cf->stack);
 		/* Reading the root now refuses images whose metadata is damaged at the
 		 * start, before anything is mounted. */
 		if (!rc)
@@ -603,7 +605,7 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 	if (o->trace_file || cf->learn_trace) {
 		const char *t = o->trace_file ? o->trace_file : cf->learn_trace;
 
-		rc = cairn_trace_open(t, &cf->trace);
+		rc = trace_open(t, &cf->trace);
 		if (rc) {
 			errf("%s: %s", t, cairn_strerror(rc));
 			return -1;
@@ -614,7 +616,7 @@ static int open_layers(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 	return 0;
 }
 
-static struct fuse_session *new_session(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+static struct fuse_session *new_session(struct daemon *cf, const struct mount_opts *o)
 {
 	char opts[PATH_MAX + 128];
 	char *argv[4] = { "cairn", "-o", opts, NULL };
@@ -626,8 +628,8 @@ static struct fuse_session *new_session(struct cairn_fuse *cf, const struct cair
 	if (strchr(fsname, ','))
 		fsname = "cairn";
 	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s%s", fsname,
-		 o->allow_other ? ",allow_other" : "", cairn_fuse_image_only(o) ? ",ro" : "");
-	se = fuse_session_new(&args, &cairn_fuse_ops, sizeof(cairn_fuse_ops), cf);
+		 o->allow_other ? ",allow_other" : "", daemon_image_only(o) ? ",ro" : "");
+	se = fuse_session_new(&args, &daemon_ops, sizeof(daemon_ops), cf);
 	fuse_opt_free_args(&args); /* libfuse may have copied them */
 	return se;
 }
@@ -683,7 +685,7 @@ static void finish_detach(int notify_fd, char status)
 	close(notify_fd);
 }
 
-static int serve(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
+static int serve(struct daemon *cf, const struct mount_opts *o)
 {
 	struct fuse_loop_config *lc;
 	int rc;
@@ -704,9 +706,9 @@ static int serve(struct cairn_fuse *cf, const struct cairn_mount_opts *o)
 	return rc;
 }
 
-int cairn_fuse_mount(const struct cairn_mount_opts *o)
+int daemon_mount(const struct mount_opts *o)
 {
-	struct cairn_fuse cf;
+	struct daemon cf;
 	struct sig_thread sig = { &cf, 0, 0 };
 	pthread_t bdi;
 	sigset_t set;
@@ -761,10 +763,10 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	/* With the write-back cache too: there the kernel itself writes through,
 	 * with the caller's credentials, to files whose set-user-ID or set-group-ID
 	 * bits a write must clear, so the daemon still sees who wrote. */
-	if (cairn_fuse_killpriv_v2(&cf))
+	if (daemon_killpriv_v2(&cf))
 		errf("%s: %s", o->mountpoint, "cannot hook the FUSE channel; writes cost more");
-	if (o->has_fault && cf.img && cairn_image_fault_dev(cf.img))
-		cairn_bdev_fault_set(cairn_image_fault_dev(cf.img), &o->fault);
+	if (o->has_fault && cf.stack && cairn_stack_fault_dev(cf.stack))
+		cairn_bdev_fault_set(cairn_stack_fault_dev(cf.stack), &o->fault);
 	finish_detach(notify_fd, 0);
 	notify_fd = -1;
 	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)
@@ -774,14 +776,14 @@ int cairn_fuse_mount(const struct cairn_mount_opts *o)
 	/* Not while tracing for mkfs --order: that trace must see all the program's
 	 * own reads. A learning run pushes: its trace adds what the profile missed. */
 	if (cf.prefetching && !o->trace_file && cairn_image_hot_bytes(cf.img) &&
-	    cairn_push_start(&cf, &cf.push))
+	    push_start(&cf, &cf.push))
 		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
 
 	rc = serve(&cf, o);
 	ret = rc < 0 ? 1 : 0;
 out:
 	if (mounted) {
-		cairn_push_halt(cf.push); /* it writes to the channel unmount closes */
+		push_halt(cf.push); /* it writes to the channel unmount closes */
 		fuse_session_unmount(cf.se);
 		write_stats(&cf);
 	}
@@ -789,7 +791,7 @@ out:
 		fuse_remove_signal_handlers(cf.se);
 		fuse_session_exit(cf.se);
 	}
-	cairn_push_stop(cf.push);
+	push_stop(cf.push);
 	if (have_bdi) {
 		pthread_mutex_lock(&cf.init_lock);
 		cf.init_done = 1;
@@ -805,7 +807,7 @@ out:
 	if (cf.se)
 		fuse_session_destroy(cf.se);
 	finish_detach(notify_fd, 1);
-	cairn_trace_close(cf.trace);
+	trace_close(cf.trace);
 	if (cf.learn_trace && mounted)
 		learn_save(&cf); /* and removes the run's trace */
 	else if (cf.learn_trace)
@@ -813,8 +815,7 @@ out:
 	free(cf.learn_path);
 	free(cf.learn_trace);
 	cairn_ns_free(cf.ns);
-	if (cf.img)
-		cairn_image_close(cf.img);
+	cairn_stack_close(cf.stack);
 	pthread_cond_destroy(&cf.init_cond);
 	pthread_mutex_destroy(&cf.init_lock);
 	free(cf.stats_path);

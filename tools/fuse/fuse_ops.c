@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include "cairn_fuse.h"
+#include "daemon.h"
 
 #define RO_TIMEOUT 86400.0
 #define RW_TIMEOUT 1.0
@@ -26,12 +26,12 @@ _Static_assert(sizeof(((struct fuse_file_info *)0)->fh) >= sizeof(uintptr_t),
 	       "fi->fh must hold a pointer");
 
 /* An open file: what release needs, and whether the kernel may keep its pages. */
-struct cairn_fuse_file {
+struct daemon_file {
 	uint64_t ns_fh;
 	int append;
 };
 
-static struct cairn_fuse *ctx_of(fuse_req_t req)
+static struct daemon *ctx_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
@@ -112,13 +112,13 @@ static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
  * is still ours to use: before the reply that hands its reference over. */
 static void push_entry(fuse_req_t req, const struct cairn_ns_entry *e)
 {
-	struct cairn_fuse *cf = ctx_of(req);
+	struct daemon *cf = ctx_of(req);
 
 	if (cf->push && S_ISREG(e->st.mode) && (e->flags & CAIRN_NS_E_IMMUTABLE))
-		cairn_push_file(cf->push, e->node, e->st.ino);
+		push_file(cf->push, e->node, e->st.ino);
 }
 
-static void cairn_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void daemon_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct cairn_ns_entry e;
 	int rc = cairn_ns_lookup(ctx_of(req)->ns, parent, name, strlen(name), &e);
@@ -136,13 +136,13 @@ static void cairn_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *nam
 	reply_entry(req, rc, &e);
 }
 
-static void cairn_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+static void daemon_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	cairn_ns_forget(ctx_of(req)->ns, ino, nlookup);
 	fuse_reply_none(req);
 }
 
-static void cairn_fuse_forget_multi(fuse_req_t req, size_t count,
+static void daemon_forget_multi(fuse_req_t req, size_t count,
 				    struct fuse_forget_data *forgets)
 {
 	struct cairn_ns *ns = ctx_of(req)->ns;
@@ -152,7 +152,7 @@ static void cairn_fuse_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-static void cairn_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void daemon_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cairn_ns_entry e;
 	struct stat st;
@@ -166,7 +166,7 @@ static void cairn_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_
 	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
 
-static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+static void daemon_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			       struct fuse_file_info *fi)
 {
 	struct cairn_setattr sa;
@@ -221,7 +221,7 @@ static void cairn_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr
 	fuse_reply_attr(req, &st, attr_timeout_of(&e));
 }
 
-static void cairn_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
+static void daemon_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
 	ssize_t n = cairn_ns_readlink(ctx_of(req)->ns, ino, buf, PATH_MAX);
@@ -234,7 +234,7 @@ static void cairn_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
-static void cairn_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+static void daemon_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			     dev_t rdev)
 {
 	struct cairn_ns_entry e;
@@ -245,7 +245,7 @@ static void cairn_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name
 					&cred, &e), &e);
 }
 
-static void cairn_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+static void daemon_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct cairn_ns_entry e;
 	struct cairn_cred cred;
@@ -255,7 +255,7 @@ static void cairn_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name
 					&cred, &e), &e);
 }
 
-static void cairn_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+static void daemon_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 			       const char *name)
 {
 	struct cairn_ns_entry e;
@@ -266,7 +266,7 @@ static void cairn_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t pare
 					  &e), &e);
 }
 
-static void cairn_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+static void daemon_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 			    const char *newname)
 {
 	struct cairn_ns_entry e;
@@ -280,17 +280,17 @@ static void reply_rc(fuse_req_t req, long rc)
 	fuse_reply_err(req, rc ? to_errno(rc) : 0);
 }
 
-static void cairn_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void daemon_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	reply_rc(req, cairn_ns_unlink(ctx_of(req)->ns, parent, name, strlen(name)));
 }
 
-static void cairn_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void daemon_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	reply_rc(req, cairn_ns_rmdir(ctx_of(req)->ns, parent, name, strlen(name)));
 }
 
-static void cairn_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+static void daemon_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	reply_rc(req, cairn_ns_rename(ctx_of(req)->ns, parent, name, strlen(name), newparent,
@@ -301,7 +301,7 @@ static void cairn_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *nam
 
 static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct cairn_fuse_file *f = calloc(1, sizeof(*f));
+	struct daemon_file *f = calloc(1, sizeof(*f));
 	struct cairn_cred cred;
 	int rc;
 
@@ -330,7 +330,7 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	return 0;
 }
 
-static void cairn_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void daemon_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int rc;
 
@@ -348,24 +348,24 @@ static void cairn_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_inf
 		return;
 	}
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
-		struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+		struct daemon_file *f = (void *)(uintptr_t)fi->fh;
 
 		cairn_ns_release(ctx_of(req)->ns, ino, f->ns_fh);
 		free(f);
 	}
 }
 
-static void cairn_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+static void daemon_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			      struct fuse_file_info *fi)
 {
-	struct cairn_fuse *cf = ctx_of(req);
+	struct daemon *cf = ctx_of(req);
 	struct cairn_ns_entry e;
 	struct cairn_cred cred;
 	struct fuse_entry_param fe;
 	int rc;
 
 	cred_of(req, &cred);
-	if (!strcmp(name, CAIRN_FUSE_TMPFILE_NAME)) /* FUSE_TMPFILE (killpriv.c) */
+	if (!strcmp(name, DAEMON_TMPFILE_NAME)) /* FUSE_TMPFILE (killpriv.c) */
 		rc = cairn_ns_tmpfile(cf->ns, parent, mode & 07777, &cred, &e);
 	else
 		rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777),
@@ -384,7 +384,7 @@ static void cairn_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *nam
 	}
 	to_entry(&e, &fe);
 	if (fuse_reply_create(req, &fe, fi) == -ENOENT) {
-		struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+		struct daemon_file *f = (void *)(uintptr_t)fi->fh;
 
 		cairn_ns_release(cf->ns, e.node, f->ns_fh);
 		cairn_ns_forget(cf->ns, e.node, 1);
@@ -392,9 +392,9 @@ static void cairn_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *nam
 	}
 }
 
-static void cairn_fuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void daemon_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+	struct daemon_file *f = (void *)(uintptr_t)fi->fh;
 
 	if (f) {
 		cairn_ns_release(ctx_of(req)->ns, ino, f->ns_fh);
@@ -403,7 +403,7 @@ static void cairn_fuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_
 	fuse_reply_err(req, 0);
 }
 
-static void cairn_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+static void daemon_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			     struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, 0); /* RAM and a read-only image: nothing to make durable */
@@ -425,7 +425,7 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 /* A read met bytes that do not match the image's digests: log it once per
  * inode and 128 KiB of the file (the kernel retries page by page), with the path
  * when the namespace still knows it. The daemon goes on serving. */
-static void log_mismatch(struct cairn_fuse *cf, fuse_ino_t ino, off_t off, size_t size)
+static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t size)
 {
 	uint64_t key[2] = { ino, (uint64_t)off >> 17 };
 	char path[PATH_MAX];
@@ -448,10 +448,10 @@ static void log_mismatch(struct cairn_fuse *cf, fuse_ino_t ino, off_t off, size_
 		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
 }
 
-static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
-	struct cairn_fuse *cf = ctx_of(req);
+	struct daemon *cf = ctx_of(req);
 	struct read_reply r = { req, 0 };
 	char path[PATH_MAX];
 	int from_image = 0, rc;
@@ -469,14 +469,14 @@ static void cairn_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 	if (!r.replied)
 		fuse_reply_err(req, to_errno(rc));
 	else if (traced && from_image)
-		cairn_trace_read(cf->trace, path, (uint64_t)off, size);
+		trace_read(cf->trace, path, (uint64_t)off, size);
 }
 
-static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+static void daemon_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			     off_t off, struct fuse_file_info *fi)
 {
-	struct cairn_fuse *cf = ctx_of(req);
-	struct cairn_fuse_file *f = (void *)(uintptr_t)fi->fh;
+	struct daemon *cf = ctx_of(req);
+	struct daemon_file *f = (void *)(uintptr_t)fi->fh;
 	struct cairn_ns_entry e;
 	struct cairn_cred cred;
 	ssize_t n;
@@ -496,18 +496,28 @@ static void cairn_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, si
 		fuse_reply_write(req, (size_t)n);
 }
 
-static void cairn_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+static void daemon_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 				 off_t len, struct fuse_file_info *fi)
 {
 	reply_rc(req, cairn_ns_fallocate(ctx_of(req)->ns, ino, mode, (uint64_t)off,
 					 (uint64_t)len));
 }
 
-static void cairn_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+static void daemon_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 			     struct fuse_file_info *fi)
 {
-	int64_t r = cairn_ns_lseek(ctx_of(req)->ns, ino, off, whence);
+	int64_t r;
 
+	/* With the write-back cache the kernel holds data and size the daemon has
+	 * not seen yet, and sends LSEEK without writing them back first: an
+	 * answer from here would call dirty data a hole (cp --sparse would skip
+	 * it) or say ENXIO below the kernel's end of file. ENOSYS makes the
+	 * kernel answer from its own size, every file all data. */
+	if (ctx_of(req)->writeback) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	r = cairn_ns_lseek(ctx_of(req)->ns, ino, off, whence);
 	if (r < 0)
 		fuse_reply_err(req, to_errno(r));
 	else
@@ -516,7 +526,7 @@ static void cairn_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int when
 
 /* ---- directories ---- */
 
-static void cairn_fuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void daemon_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cairn_ns_entry e;
 	int rc;
@@ -542,7 +552,7 @@ static void cairn_fuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_
 	fuse_reply_open(req, fi);
 }
 
-static void cairn_fuse_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void daemon_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, 0);
 }
@@ -631,7 +641,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	free(d.buf);
 }
 
-static void cairn_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+static void daemon_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size, off, 0);
@@ -645,13 +655,13 @@ static void cairn_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_
  * heuristic working: a walk that only needs names gets plain READDIRs after the
  * first page. */
 #define PLUS_REPLY_MAX 4096
-static void cairn_fuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+static void daemon_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				   struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size < PLUS_REPLY_MAX ? size : PLUS_REPLY_MAX, off, 1);
 }
 
-static void cairn_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
+static void daemon_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct cairn_statfs s;
 	struct statvfs v;
@@ -686,7 +696,7 @@ static void reply_xattr_value(fuse_req_t req, size_t size, ssize_t n, const void
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
-static void cairn_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+static void daemon_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n;
@@ -700,7 +710,7 @@ static void cairn_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name
 	free(buf);
 }
 
-static void cairn_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+static void daemon_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n;
@@ -714,22 +724,22 @@ static void cairn_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	free(buf);
 }
 
-static void cairn_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+static void daemon_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 				const char *value, size_t size, int flags)
 {
 	reply_rc(req, cairn_ns_setxattr(ctx_of(req)->ns, ino, name, value, size, flags));
 }
 
-static void cairn_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+static void daemon_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	reply_rc(req, cairn_ns_removexattr(ctx_of(req)->ns, ino, name));
 }
 
 /* ---- session ---- */
 
-static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
+static void daemon_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct cairn_fuse *cf = userdata;
+	struct daemon *cf = userdata;
 
 	conn->max_write = 1u << 20;             /* 1 MiB requests (256 pages) */
 	conn->max_read = 0;                     /* no cap below max_pages */
@@ -753,7 +763,7 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	 * a GETATTR shows an mtime it has not seen, which every write-through
 	 * write makes: a file just written would be read back through FUSE. */
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
-	if (cairn_fuse_image_only(cf->o)) {
+	if (daemon_image_only(cf->o)) {
 		cf->no_open = !!(conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
 		cf->no_opendir = !!(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	}
@@ -767,6 +777,7 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 		 * pages too, where it cannot tell who wrote. */
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+		cf->writeback = 1;
 	} else {
 		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE; /* ENOSPC must reach write() */
 	}
@@ -776,36 +787,36 @@ static void cairn_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	pthread_mutex_unlock(&cf->init_lock);
 }
 
-const struct fuse_lowlevel_ops cairn_fuse_ops = {
-	.init = cairn_fuse_init,
-	.lookup = cairn_fuse_lookup,
-	.forget = cairn_fuse_forget,
-	.forget_multi = cairn_fuse_forget_multi,
-	.getattr = cairn_fuse_getattr,
-	.setattr = cairn_fuse_setattr,
-	.readlink = cairn_fuse_readlink,
-	.mknod = cairn_fuse_mknod,
-	.mkdir = cairn_fuse_mkdir,
-	.symlink = cairn_fuse_symlink,
-	.link = cairn_fuse_link,
-	.unlink = cairn_fuse_unlink,
-	.rmdir = cairn_fuse_rmdir,
-	.rename = cairn_fuse_rename,
-	.open = cairn_fuse_open,
-	.create = cairn_fuse_create,
-	.read = cairn_fuse_read,
-	.write = cairn_fuse_write,
-	.release = cairn_fuse_release,
-	.fsync = cairn_fuse_fsync,
-	.fallocate = cairn_fuse_fallocate,
-	.lseek = cairn_fuse_lseek,
-	.opendir = cairn_fuse_opendir,
-	.readdir = cairn_fuse_readdir,
-	.readdirplus = cairn_fuse_readdirplus,
-	.releasedir = cairn_fuse_releasedir,
-	.statfs = cairn_fuse_statfs,
-	.getxattr = cairn_fuse_getxattr,
-	.listxattr = cairn_fuse_listxattr,
-	.setxattr = cairn_fuse_setxattr,
-	.removexattr = cairn_fuse_removexattr,
+const struct fuse_lowlevel_ops daemon_ops = {
+	.init = daemon_init,
+	.lookup = daemon_lookup,
+	.forget = daemon_forget,
+	.forget_multi = daemon_forget_multi,
+	.getattr = daemon_getattr,
+	.setattr = daemon_setattr,
+	.readlink = daemon_readlink,
+	.mknod = daemon_mknod,
+	.mkdir = daemon_mkdir,
+	.symlink = daemon_symlink,
+	.link = daemon_link,
+	.unlink = daemon_unlink,
+	.rmdir = daemon_rmdir,
+	.rename = daemon_rename,
+	.open = daemon_open,
+	.create = daemon_create,
+	.read = daemon_read,
+	.write = daemon_write,
+	.release = daemon_release,
+	.fsync = daemon_fsync,
+	.fallocate = daemon_fallocate,
+	.lseek = daemon_lseek,
+	.opendir = daemon_opendir,
+	.readdir = daemon_readdir,
+	.readdirplus = daemon_readdirplus,
+	.releasedir = daemon_releasedir,
+	.statfs = daemon_statfs,
+	.getxattr = daemon_getxattr,
+	.listxattr = daemon_listxattr,
+	.setxattr = daemon_setxattr,
+	.removexattr = daemon_removexattr,
 };

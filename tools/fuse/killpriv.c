@@ -25,11 +25,11 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "cairn_fuse.h"
+#include "daemon.h"
 
 static ssize_t kp_read(int fd, void *buf, size_t len, void *userdata)
 {
-	struct cairn_fuse *cf = userdata;
+	struct daemon *cf = userdata;
 	ssize_t n = read(fd, buf, len);
 	struct fuse_in_header *h = buf;
 
@@ -46,7 +46,7 @@ static ssize_t kp_read(int fd, void *buf, size_t len, void *userdata)
 
 static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
-	struct cairn_fuse *cf = userdata;
+	struct daemon *cf = userdata;
 	uint64_t init = __atomic_load_n(&cf->init_unique, __ATOMIC_ACQUIRE);
 	const struct fuse_out_header *h = iov[0].iov_base;
 	struct iovec mine[2];
@@ -70,7 +70,7 @@ static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, mine, 2);
 }
 
-int cairn_fuse_killpriv_v2(struct cairn_fuse *cf)
+int daemon_killpriv_v2(struct daemon *cf)
 {
 	static const struct fuse_custom_io io = { .writev = kp_writev, .read = kp_read };
 

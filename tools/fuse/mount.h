@@ -4,9 +4,9 @@
 #define CAIRN_FUSE_MOUNT_H
 
 #include <stdint.h>
-#include <cairn/image.h>
+#include "../cairn/open_cfg.h"
 
-struct cairn_mount_opts {
+struct mount_opts {
 	const char *image;              /* NULL with empty */
 	const char *mountpoint;
 	int foreground, empty, overlay, single, allow_other, prefetch;
@@ -17,7 +17,7 @@ struct cairn_mount_opts {
 	const char *learn_file;         /* learn=FILE: a profile kept up to date */
 	int no_profile;                 /* noprofile: ignore IMAGE.profile */
 	int keep_data;                  /* keep_data: cache file data after replying too */
-	struct cairn_open_opts open;
+	struct cli_open_cfg open;
 	struct cairn_fault_config fault;
 	int has_fault;
 	uint64_t size_limit, inode_limit;
@@ -27,13 +27,16 @@ struct cairn_mount_opts {
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
 };
 
-#define CAIRN_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
-#define CAIRN_VERIFY_NONE 1
-#define CAIRN_VERIFY_META 2
-#define CAIRN_VERIFY_LAZY 3 /* digests checked, metadata checked on first use only */
+#define MOUNT_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
+#define MOUNT_VERIFY_NONE 1
+#define MOUNT_VERIFY_META 2
+#define MOUNT_VERIFY_LAZY 3 /* digests checked, metadata checked on first use only */
 
 /* Mount and serve until unmounted; returns a process exit code. In daemon mode
  * the caller's process exits when the mount is up (0) or failed (1). */
-int cairn_fuse_mount(const struct cairn_mount_opts *o);
+int daemon_mount(const struct mount_opts *o);
+/* `cairn mount`'s command line (argv[0] is the program, then its arguments):
+ * parses it and mounts; returns the process exit code (options.c). */
+int daemon_cmdline(int argc, char **argv);
 
 #endif

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cairn_fuse.h"
+#include "daemon.h"
 
 #define PUSH_CHUNK (1u << 20) /* the most one notify_store message carries */
 #define PAGE 4096u
@@ -33,8 +33,8 @@ struct push_range {
 	unsigned tries;           /* notify_store said the kernel has no such inode */
 };
 
-struct cairn_push {
-	struct cairn_fuse *cf;
+struct push {
+	struct daemon *cf;
 	pthread_mutex_t lock;     /* guards the fields below, but tid and buf */
 	pthread_cond_t cond;
 	struct push_range *heap;  /* min-heap on pos: first read first */
@@ -42,7 +42,7 @@ struct cairn_push {
 	uint64_t *seen;           /* open-addressed set of image inodes queued once */
 	size_t seen_mask, seen_count;
 	int stop;
-	int joined;               /* the thread has ended (cairn_push_halt) */
+	int joined;               /* the thread has ended (push_halt) */
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
@@ -56,7 +56,7 @@ static size_t hash_ino(uint64_t k)
 }
 
 /* Adds ino (never 0) to the seen set; 1 if it was new, 0 if there, -ENOMEM. */
-static int seen_add(struct cairn_push *p, uint64_t ino)
+static int seen_add(struct push *p, uint64_t ino)
 {
 	size_t i;
 
@@ -95,7 +95,7 @@ static void heap_swap(struct push_range *h, size_t a, size_t b)
 	h[b] = t;
 }
 
-static int heap_push(struct cairn_push *p, const struct push_range *r)
+static int heap_push(struct push *p, const struct push_range *r)
 {
 	size_t i;
 
@@ -117,7 +117,7 @@ static int heap_push(struct cairn_push *p, const struct push_range *r)
 	return 0;
 }
 
-static struct push_range heap_pop(struct cairn_push *p)
+static struct push_range heap_pop(struct push *p)
 {
 	struct push_range top = p->heap[0];
 	size_t i = 0;
@@ -162,7 +162,7 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t pos, uint64_t le
 	return 0;
 }
 
-void cairn_push_file(struct cairn_push *p, uint64_t node, uint64_t image_ino)
+void push_file(struct push *p, uint64_t node, uint64_t image_ino)
 {
 	struct file_ranges f = { node, NULL, 0, 0 };
 
@@ -207,7 +207,7 @@ static void push_retry_wait(unsigned tries)
  * queued meanwhile that the program needs sooner goes first. Returns the bytes
  * stored; 0 gives the range up (the kernel forgot the inode, or reading failed:
  * the program will get the error itself). */
-static size_t push_piece(struct cairn_push *p, struct push_range *r)
+static size_t push_piece(struct push *p, struct push_range *r)
 {
 	uint64_t off = r->file_off & ~(uint64_t)(PAGE - 1);
 	uint64_t end = r->file_off + r->len;
@@ -242,7 +242,7 @@ static size_t push_piece(struct cairn_push *p, struct push_range *r)
 
 static void *push_main(void *arg)
 {
-	struct cairn_push *p = arg;
+	struct push *p = arg;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -268,9 +268,9 @@ static void *push_main(void *arg)
 	return NULL;
 }
 
-int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out)
+int push_start(struct daemon *cf, struct push **out)
 {
-	struct cairn_push *p = calloc(1, sizeof(*p));
+	struct push *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
@@ -291,7 +291,7 @@ int cairn_push_start(struct cairn_fuse *cf, struct cairn_push **out)
 	return 0;
 }
 
-void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes)
+void push_counts(struct push *p, uint64_t *files, uint64_t *bytes)
 {
 	*files = *bytes = 0;
 	if (!p)
@@ -305,7 +305,7 @@ void cairn_push_counts(struct cairn_push *p, uint64_t *files, uint64_t *bytes)
 /* Ends the thread, so nothing writes to the FUSE channel any more (call it before
  * the session is unmounted: unmounting closes the channel's descriptor). The
  * counters stay readable. NULL or a second call is a no-op. */
-void cairn_push_halt(struct cairn_push *p)
+void push_halt(struct push *p)
 {
 	if (!p || p->joined)
 		return;
@@ -318,11 +318,11 @@ void cairn_push_halt(struct cairn_push *p)
 }
 
 /* Ends the thread, dropping the references of ranges never pushed. NULL is a no-op. */
-void cairn_push_stop(struct cairn_push *p)
+void push_stop(struct push *p)
 {
 	if (!p)
 		return;
-	cairn_push_halt(p);
+	push_halt(p);
 	for (size_t i = 0; i < p->n; i++)
 		cairn_ns_forget(p->cf->ns, p->heap[i].node, 1);
 	pthread_cond_destroy(&p->cond);

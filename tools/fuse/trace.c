@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cairn/mkfs.h>
-#include "cairn_fuse.h"
+#include "daemon.h"
 
 #define GRANULE_SHIFT 12
 
@@ -26,16 +26,16 @@ struct trace_file {
 	struct trace_file *next;
 };
 
-struct cairn_trace {
+struct trace {
 	pthread_mutex_t lock;
 	FILE *out;
 	struct trace_file **b;
 	size_t mask, count;
 };
 
-int cairn_trace_open(const char *path, struct cairn_trace **out)
+int trace_open(const char *path, struct trace **out)
 {
-	struct cairn_trace *t = calloc(1, sizeof(*t));
+	struct trace *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -65,7 +65,7 @@ static size_t hash_str(const char *s)
 	return h;
 }
 
-static struct trace_file *find_file(struct cairn_trace *t, const char *path)
+static struct trace_file *find_file(struct trace *t, const char *path)
 {
 	size_t h = hash_str(path) & t->mask;
 	struct trace_file *f;
@@ -103,7 +103,7 @@ static int test_and_set(struct trace_file *f, size_t g)
 	return was;
 }
 
-void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uint64_t len)
+void trace_read(struct trace *t, const char *path, uint64_t off, uint64_t len)
 {
 	struct trace_file *f;
 	uint64_t g0, g1, run = UINT64_MAX;
@@ -128,7 +128,7 @@ void cairn_trace_read(struct cairn_trace *t, const char *path, uint64_t off, uin
 	pthread_mutex_unlock(&t->lock);
 }
 
-void cairn_trace_close(struct cairn_trace *t)
+void trace_close(struct trace *t)
 {
 	if (!t)
 		return;

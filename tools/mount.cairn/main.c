@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "../common/sibling.h"
 
 #ifndef CAIRN_BINDIR
 #define CAIRN_BINDIR "/usr/local/bin"
@@ -26,25 +27,6 @@ static void usage(FILE *f)
 		   "  -s, -n, -N: accepted for mount(8), no effect\n"
 		   "The options are those of `cairn mount --help`. cairn is run from this\n"
 		   "helper's directory, else from " CAIRN_BINDIR ", else from PATH.\n");
-}
-
-/* Path of `cairn` in the directory holding this helper, if there is one. */
-static int sibling_tool(char *out, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -1;
-	self[n] = 0;
-	slash = strrchr(self, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	if (snprintf(out, len, "%s/cairn", self) >= (int)len)
-		return -1;
-	return access(out, X_OK);
 }
 
 int main(int argc, char **argv)
@@ -99,7 +81,7 @@ int main(int argc, char **argv)
 	if (verbose)
 		fprintf(stderr, "mount.cairn: cairn mount %s %s%s%s\n", pos[0], pos[1],
 			opts ? " -o " : "", opts ? opts : "");
-	if (sibling_tool(tool, sizeof(tool)) == 0)
+	if (tool_sibling("cairn", tool, sizeof(tool)) == 0)
 		execv(tool, args);
 	execv(CAIRN_BINDIR "/cairn", args);
 	execvp("cairn", args);

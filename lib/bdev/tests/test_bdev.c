@@ -32,6 +32,44 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static ssize_t nul_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	(void)dev;
+	(void)off;
+	memset(buf, 0, len);
+	return (ssize_t)len;
+}
+
+static void nul_close(struct cairn_bdev *dev)
+{
+	(void)dev;
+}
+
+/* An embedder's device registers through cairn_bdev_init(), which refuses an
+ * ops table of a version this library does not know (a newer one) or none. */
+static void test_bdev_init_checks_version(void **state)
+{
+	static const struct cairn_bdev_ops v1 = { .version = 1, .name = "nul",
+						  .read = nul_read, .close = nul_close };
+	static const struct cairn_bdev_ops v0 = { .name = "nul", .read = nul_read,
+						  .close = nul_close };
+	static const struct cairn_bdev_ops newer = { .version = CAIRN_BDEV_OPS_VERSION + 1,
+						     .name = "nul", .read = nul_read,
+						     .close = nul_close };
+	static const struct cairn_bdev_ops no_read = { .version = 1, .name = "nul",
+						       .close = nul_close };
+	struct cairn_bdev d = { 0 };
+	char b[8];
+
+	(void)state;
+	assert_int_equal(cairn_bdev_init(&d, &v0, NULL, 8), -EINVAL);
+	assert_int_equal(cairn_bdev_init(&d, &newer, NULL, 8), -EINVAL);
+	assert_int_equal(cairn_bdev_init(&d, &no_read, NULL, 8), -EINVAL);
+	assert_null(d.ops);
+	assert_int_equal(cairn_bdev_init(&d, &v1, NULL, 8), 0);
+	assert_int_equal(cairn_bdev_read(&d, b, sizeof(b), 4), 4);
+}
+
 static void test_mem_read_and_clip(void **state)
 {
 	unsigned char *src = pattern(SZ), buf[300];
@@ -84,14 +122,14 @@ static void test_stats_histogram(void **state)
 	struct cairn_bdev_counters c;
 
 	assert_int_equal(cairn_bdev_mem_new(src, SZ, 0, &m), 0);
-	assert_int_equal(cairn_bdev_stats_get(m, &c), -EINVAL);
+	assert_int_equal(cairn_bdev_get_stats(m, &c), -EINVAL);
 	assert_int_equal(cairn_bdev_stats_new(m, &s), 0);
 	assert_int_equal(cairn_bdev_read(s, buf, 512, 0), 512);     /* bucket 0 */
 	assert_int_equal(cairn_bdev_read(s, buf, 1023, 0), 1023);   /* bucket 0 */
 	assert_int_equal(cairn_bdev_read(s, buf, 1024, 0), 1024);   /* bucket 1 */
 	assert_int_equal(cairn_bdev_read(s, buf, 4096, 0), 4096);   /* bucket 3 */
 	assert_int_equal(cairn_bdev_read(s, buf, SZ, 0), SZ);       /* bucket 7 */
-	assert_int_equal(cairn_bdev_stats_get(s, &c), 0);
+	assert_int_equal(cairn_bdev_get_stats(s, &c), 0);
 	assert_int_equal(c.requests, 5);
 	assert_int_equal(c.bytes, 512 + 1023 + 1024 + 4096 + SZ);
 	assert_int_equal(c.errors, 0);
@@ -99,8 +137,8 @@ static void test_stats_histogram(void **state)
 	assert_int_equal(c.hist[1], 1);
 	assert_int_equal(c.hist[3], 1);
 	assert_int_equal(c.hist[7], 1);
-	cairn_bdev_stats_reset(s);
-	assert_int_equal(cairn_bdev_stats_get(s, &c), 0);
+	cairn_bdev_reset_stats(s);
+	assert_int_equal(cairn_bdev_get_stats(s, &c), 0);
 	assert_int_equal(c.requests, 0);
 	assert_int_equal(c.hist[7], 0);
 	cairn_bdev_close(s);
@@ -221,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_delay_bandwidth),
 		cmocka_unit_test(test_delay_channels),
 		cmocka_unit_test(test_delay_bad_config),
+		cmocka_unit_test(test_bdev_init_checks_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

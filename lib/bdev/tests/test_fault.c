@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <cairn/bdev.h>
+#include <cairn/testing.h>
 
 #define SZ 8192
 

@@ -124,16 +124,15 @@ static void count_close(struct cairn_bdev *dev)
 	free(dev);
 }
 
-static const struct cairn_bdev_ops count_ops = { "count", count_read, count_close };
+static const struct cairn_bdev_ops count_ops = { CAIRN_BDEV_OPS_VERSION, "count", count_read,
+						  count_close };
 
 static struct count_bdev *count_wrap(struct cairn_bdev *below)
 {
 	struct count_bdev *c = calloc(1, sizeof(*c));
 
 	assert_non_null(c);
-	c->base.ops = &count_ops;
-	c->base.below = below;
-	c->base.size = below->size;
+	assert_int_equal(cairn_bdev_init(&c->base, &count_ops, below, below->size), 0);
 	return c;
 }
 

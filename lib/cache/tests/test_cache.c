@@ -48,7 +48,7 @@ static uint64_t dev_requests(struct rig *r)
 {
 	struct cairn_bdev_counters c;
 
-	assert_int_equal(cairn_bdev_stats_get(r->stats, &c), 0);
+	assert_int_equal(cairn_bdev_get_stats(r->stats, &c), 0);
 	return c.requests;
 }
 
@@ -288,7 +288,7 @@ static void test_passthrough(void **state)
 		check_read(&r, 512u * i, 512, NULL);
 	check_read(&r, (1u << 20) - 100, 512, NULL);
 	check_read(&r, 1u << 20, 512, NULL); /* past the end: no request */
-	assert_int_equal(cairn_bdev_stats_get(r.stats, &dc), 0);
+	assert_int_equal(cairn_bdev_get_stats(r.stats, &dc), 0);
 	assert_int_equal(dc.requests, 11);
 	assert_int_equal(dc.hist[0], 11);
 	assert_int_equal(dc.bytes, 10 * 512 + 100);

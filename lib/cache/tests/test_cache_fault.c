@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <cairn/testing.h>
 #include "cache_test_util.h"
 
 #define DEV_SIZE (6u << 20)
@@ -95,7 +96,7 @@ static uint64_t dev_errors(struct rig *r)
 {
 	struct cairn_bdev_counters c;
 
-	assert_int_equal(cairn_bdev_stats_get(r->stats, &c), 0);
+	assert_int_equal(cairn_bdev_get_stats(r->stats, &c), 0);
 	return c.errors;
 }
 
@@ -111,7 +112,7 @@ static void campaign(size_t seg, size_t budget, size_t bs, enum cairn_fault_kind
 	rig_open(&r, seg, budget);
 	read_tree(&r, bs, 1);
 	cairn_cache_drain(r.cache);
-	assert_int_equal(cairn_bdev_stats_get(r.stats, &c), 0);
+	assert_int_equal(cairn_bdev_get_stats(r.stats, &c), 0);
 	requests = c.requests;
 	rig_close(&r);
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <cairn/cairn.h>
+#include "util/tests/open_image.h"
 
 struct fixture {
 	char root[64];           /* temp dir: src/, img, out/ */
@@ -135,12 +136,7 @@ static void build(struct fixture *f, const char *const *links, size_t nlinks)
 	if (f->img_obj)
 		cairn_image_close(f->img_obj);
 	f->img_obj = NULL;
-	{
-		struct cairn_open_opts oo;
-
-		memset(&oo, 0, sizeof(oo));
-		assert_int_equal(cairn_image_open_path(f->img, &oo, &f->img_obj), 0);
-	}
+	assert_int_equal(t_open_image(f->img, &f->img_obj), 0);
 }
 
 static void on_report(void *ctx, const char *msg)

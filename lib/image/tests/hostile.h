@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
+#include <cairn/testing.h>
 #include "../../../fuzz/fixup.h"
 
 /* Deterministic file bytes, so a wrong byte anywhere is seen. */
@@ -142,7 +143,7 @@ static inline int hostile_open(const uint8_t *buf, size_t len, const struct cair
 		cairn_bdev_close(dev);
 		return rc;
 	}
-	rc = cairn_image_open(cache, out);
+	rc = cairn_image_open(cache, NULL, 0, out);
 	if (rc)
 		cairn_cache_free(cache);
 	return rc;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
+#include "util/tests/open_image.h"
 
 #define NSMALL 20
 #define SMALL  20000u
@@ -110,12 +111,10 @@ static int teardown(void **state)
 /* Page-sized segments, so that each small file is a miss of its own. */
 static struct cairn_image *open_img(const char *path)
 {
-	struct cairn_open_opts oo;
+	struct cairn_cache_config cc = { .segment_size = 4096 };
 	struct cairn_image *img;
 
-	memset(&oo, 0, sizeof(oo));
-	oo.cache.segment_size = 4096;
-	assert_int_equal(cairn_image_open_path(path, &oo, &img), 0);
+	assert_int_equal(t_open_image_with(path, &cc, 1, &img), 0);
 	return img;
 }
 
@@ -123,7 +122,7 @@ static uint64_t requests(struct cairn_image *img)
 {
 	struct cairn_bdev_counters c;
 
-	assert_int_equal(cairn_image_device_counters(img, &c), 0);
+	assert_int_equal(t_requests(img, &c), 0);
 	return c.requests;
 }
 
@@ -379,16 +378,14 @@ static pid_t save_child(const char *img_path, const char *trace, const char *out
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct cairn_open_opts oo;
 		struct cairn_image *img;
 		struct rlimit rl = { fsize, fsize };
 
-		memset(&oo, 0, sizeof(oo));
 		if (fsize != RLIM_INFINITY) {
 			signal(SIGXFSZ, SIG_IGN);
 			setrlimit(RLIMIT_FSIZE, &rl);
 		}
-		if (cairn_image_open_path(img_path, &oo, &img) ||
+		if (t_open_image(img_path, &img) ||
 		    cairn_image_profile_load_file(img, out, NULL))
 			_exit(2);
 		_exit(cairn_image_profile_save(img, trace, out, NULL) ? 1 : 0);

@@ -228,7 +228,7 @@ static int open_img(struct img *m, size_t len, struct cairn_image **out)
 
 	assert_int_equal(cairn_bdev_mem_new(m->b, len, 1, &dev), 0);
 	assert_int_equal(cairn_cache_new(dev, NULL, &cache), 0);
-	rc = cairn_image_open(cache, out);
+	rc = cairn_image_open(cache, NULL, 0, out);
 	if (rc)
 		cairn_cache_free(cache);
 	return rc;
@@ -401,7 +401,7 @@ static void test_truncated(void **state)
 		assert_int_equal(open_img(m, len, &img), -CAIRN_ECORRUPT);
 	assert_int_equal(cairn_bdev_mem_new(m->b, IMG_SIZE - 1, 1, &dev), 0);
 	assert_int_equal(cairn_cache_new(dev, NULL, &cache), 0);
-	assert_int_equal(cairn_image_open_ex(cache, why, sizeof(why), &img), -CAIRN_ECORRUPT);
+	assert_int_equal(cairn_image_open(cache, why, sizeof(why), &img), -CAIRN_ECORRUPT);
 	assert_non_null(strstr(why, "truncated"));
 	cairn_cache_free(cache);
 	free(m);
@@ -420,7 +420,7 @@ static void test_unknown_incompat(void **state)
 	seal(m);
 	assert_int_equal(cairn_bdev_mem_new(m->b, IMG_SIZE, 1, &dev), 0);
 	assert_int_equal(cairn_cache_new(dev, NULL, &cache), 0);
-	assert_int_equal(cairn_image_open_ex(cache, why, sizeof(why), &img), -EOPNOTSUPP);
+	assert_int_equal(cairn_image_open(cache, why, sizeof(why), &img), -EOPNOTSUPP);
 	assert_non_null(strstr(why, "bit 9"));
 	cairn_cache_free(cache);
 	free(m);

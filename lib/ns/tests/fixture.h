@@ -9,13 +9,13 @@
 #include <string.h>
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
+#include "util/tests/open_image.h"
 
 /* Pack host directory src into an image file at path and open it. */
 static inline struct cairn_image *t_pack(const char *src, const char *path)
 {
 	struct cairn_mkfs_opts mo;
 	struct cairn_mkfs *mk;
-	struct cairn_open_opts oo;
 	struct cairn_image *img;
 
 	cairn_mkfs_opts_init(&mo);
@@ -24,8 +24,7 @@ static inline struct cairn_image *t_pack(const char *src, const char *path)
 	assert_int_equal(cairn_mkfs_add_tree(mk, "/", src), 0);
 	assert_int_equal(cairn_mkfs_write_path(mk, path), 0);
 	cairn_mkfs_free(mk);
-	memset(&oo, 0, sizeof(oo));
-	assert_int_equal(cairn_image_open_path(path, &oo, &img), 0);
+	assert_int_equal(t_open_image(path, &img), 0);
 	return img;
 }
 

@@ -76,6 +76,23 @@ static int setup(void **state)
 	assert_int_equal(link(a, b), 0);
 	snprintf(a, sizeof(a), "%s/link", src);
 	assert_int_equal(symlink("etc/motd", a), 0);
+	/* A sparse file: data at 0 and at 512 KiB, holes around. */
+	snprintf(a, sizeof(a), "%s/dir/sparse", src);
+	{
+		int fd = open(a, O_WRONLY | O_CREAT, 0644);
+
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, "head", 4, 0), 4);
+		assert_int_equal(pwrite(fd, "mid", 3, 512 * 1024), 3);
+		assert_int_equal(ftruncate(fd, 1024 * 1024), 0);
+		close(fd);
+	}
+	/* An old root mtime, to tell it from the time of the mount. */
+	{
+		struct timespec ts[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+
+		assert_int_equal(utimensat(AT_FDCWD, src, ts, 0), 0);
+	}
 
 	snprintf(fx->img_path, sizeof(fx->img_path), "%s/img", fx->dir);
 	fx->img = t_pack(src, fx->img_path);
@@ -219,6 +236,45 @@ static void test_readonly(void **state)
 	assert_int_equal(cairn_ns_readlink(ns, e.node, buf, sizeof(buf)), 8);
 	release_entry(ns, &e);
 	assert_int_equal(nodes(ns), 1);
+	cairn_ns_free(ns);
+}
+
+/* SEEK_DATA/SEEK_HOLE on an image file follow its extents, read-only and on
+ * the overlay before copy-up (they answered "all data" once). */
+static void test_holes(void **state)
+{
+	struct fixture *fx = *state;
+	unsigned flags[2] = { 0, CAIRN_NS_OVERLAY };
+
+	for (int i = 0; i < 2; i++) {
+		struct cairn_ns *ns = new_ns(fx, flags[i], NULL);
+		struct cairn_ns_entry e;
+
+		assert_int_equal(walk(ns, "/dir/sparse", &e), 0);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 0, SEEK_DATA), 0);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 0, SEEK_HOLE), 4096);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 5000, SEEK_DATA), 512 * 1024);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 512 * 1024, SEEK_HOLE),
+				 512 * 1024 + 4096);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 600 * 1024, SEEK_DATA), -ENXIO);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 600 * 1024, SEEK_HOLE), 600 * 1024);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, 1024 * 1024, SEEK_HOLE), -ENXIO);
+		assert_int_equal(cairn_ns_lseek(ns, e.node, -1, SEEK_DATA), -ENXIO);
+		release_entry(ns, &e);
+		cairn_ns_free(ns);
+	}
+}
+
+/* The overlay's root (RAM from the start) shows the image root's times. */
+static void test_overlay_root(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, CAIRN_NS_OVERLAY, NULL);
+	struct cairn_ns_entry e;
+
+	assert_int_equal(cairn_ns_getattr(ns, CAIRN_NS_ROOT, &e), 0);
+	assert_int_equal(e.st.mtime.sec, 1000000000);
+	assert_int_equal(e.st.mode & 07777, 0755);
 	cairn_ns_free(ns);
 }
 
@@ -504,7 +560,7 @@ static void test_forget(void **state)
 		}
 		start = end;
 	}
-	assert_int_equal(w.n, 13);
+	assert_int_equal(w.n, 14); /* dir/sparse too */
 	assert_true(nodes(ns) > 10);
 	/* forget in lookup order: parents go before children, which keep them */
 	for (size_t i = 0; i < w.n; i++)
@@ -701,6 +757,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlay_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tmp_refused, setup, teardown),

@@ -13,6 +13,7 @@
 #include <cairn/mkfs.h>
 #include <cairn/ns.h>
 #include "ramfs/tests/helpers.h"
+#include "util/tests/open_image.h"
 
 struct fixture {
 	char dir[64];           /* host tree and image live here */
@@ -47,7 +48,6 @@ static int setup(void **state)
 	char p[256], img[128];
 	struct cairn_mkfs_opts o;
 	struct cairn_mkfs *m;
-	struct cairn_open_opts oo = { 0 };
 
 	strcpy(f->dir, "/tmp/cairn-ramfs-img.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
@@ -91,7 +91,7 @@ static int setup(void **state)
 	snprintf(img, sizeof(img), "%s/img.cairn", f->dir);
 	assert_int_equal(cairn_mkfs_write_path(m, img), 0);
 	cairn_mkfs_free(m);
-	assert_int_equal(cairn_image_open_path(img, &oo, &f->img), 0);
+	assert_int_equal(t_open_image(img, &f->img), 0);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <cairn/bdev.h>
+#include <cairn/testing.h>
 #include <cairn/remote.h>
 
 #define SZ (1000 * 1000 + 123) /* not a multiple of the chunk: a short last chunk */

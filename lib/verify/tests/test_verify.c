@@ -9,8 +9,12 @@
  *    scan (cairn digest) detects every flip;
  *  - a wrong pinned root, and a pinned root on an image without digests, refuse;
  *  - two builds of one tree have one root digest;
- *  - a bad granule fails only the reads that need it: the cache refetches a
- *    merged run segment by segment, and the bad one again on the next read;
+ *  - a bad granule fails only the reads that need it: the cache checks a
+ *    merged run segment by segment, and fetches the bad one again on the next
+ *    read; a bad granule among the neighbours a read was widened to costs no
+ *    request more (they are checked apart, not fetched again);
+ *  - readers on several threads, with the workers checking the neighbours,
+ *    get the right bytes or -CAIRN_EDIGEST for exactly the bad granule (TSan);
  *  - the verify device's open read is handed to the cache (no second request).
  */
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -117,8 +122,26 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The configs the tests vary; open_path() hands them to the stack builder. */
+struct vopts {
+	struct cairn_cache_config cache;
+	struct cairn_verify_config verify;
+};
+
+/* The stack builder's whole stack (file -> stats -> [verify] -> cache -> image). */
+static int open_path(const char *path, const struct vopts *o, char *why, size_t why_len,
+		     struct cairn_stack **s)
+{
+	struct cairn_stack_opts so;
+
+	cairn_stack_opts_init(&so);
+	so.cache = &o->cache;
+	so.verify = &o->verify;
+	return cairn_stack_open(path, &so, why, why_len, s);
+}
+
 /* 4 KiB segments, one per granule: a bad granule fails exactly its segment. */
-static void opts_pinned(struct cairn_open_opts *o, const uint8_t root[CAIRN_DIGEST_LEN])
+static void opts_pinned(struct vopts *o, const uint8_t root[CAIRN_DIGEST_LEN])
 {
 	memset(o, 0, sizeof(*o));
 	o->cache.segment_size = 4096;
@@ -194,30 +217,43 @@ static int scan_detects(struct fx *f)
 	return n != 0 || memcmp(root, f->digest, CAIRN_DIGEST_LEN);
 }
 
-/* The stack open.c builds, over the bytes in memory: verify -> cache -> image. */
-static int open_mem(struct fx *f, const struct cairn_open_opts *o, struct cairn_image **img)
+/* The stack lib/stack builds, over `bytes` (f->len of them) in memory:
+ * [stats ->] verify -> cache -> image, without the open read primed into the
+ * cache, so every segment a read needs is fetched. *stats (may be NULL) gets
+ * the stats device. */
+static int open_bytes(struct fx *f, const uint8_t *bytes, const struct vopts *o,
+		      struct cairn_image **img, struct cairn_bdev **stats)
 {
 	struct cairn_bdev *mem, *v;
 	struct cairn_cache *c;
 	int rc;
 
-	assert_int_equal(cairn_bdev_mem_new(f->bytes, f->len, 0, &mem), 0);
+	assert_int_equal(cairn_bdev_mem_new(bytes, f->len, 0, &mem), 0);
+	if (stats) {
+		assert_int_equal(cairn_bdev_stats_new(mem, stats), 0);
+		mem = *stats;
+	}
 	rc = cairn_bdev_verify_new(mem, &o->verify, NULL, 0, &v);
 	if (rc) {
 		cairn_bdev_close(mem);
 		return rc;
 	}
 	assert_int_equal(cairn_cache_new(v, &o->cache, &c), 0);
-	rc = cairn_image_open(c, img);
+	rc = cairn_image_open(c, NULL, 0, img);
 	if (rc)
 		cairn_cache_free(c);
 	return rc;
 }
 
+static int open_mem(struct fx *f, const struct vopts *o, struct cairn_image **img)
+{
+	return open_bytes(f, f->bytes, o, img, NULL);
+}
+
 static void test_flip_every_byte(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
 	unsigned refused = 0, eio = 0, unnoticed = 0;
 
 	opts_pinned(&o, f->digest);
@@ -243,7 +279,8 @@ static void test_flip_every_byte(void **state)
 static void test_pinned_root(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
+	struct cairn_stack *stk;
 	struct cairn_image *img;
 	uint8_t wrong[CAIRN_DIGEST_LEN], root[CAIRN_DIGEST_LEN];
 	struct cairn_bdev_counters dc;
@@ -252,27 +289,29 @@ static void test_pinned_root(void **state)
 	memcpy(wrong, f->digest, sizeof(wrong));
 	wrong[31] ^= 1;
 	opts_pinned(&o, wrong);
-	assert_int_equal(cairn_image_open_path_ex(f->img, &o, why, sizeof(why), &img),
+	assert_int_equal(open_path(f->img, &o, why, sizeof(why), &stk),
 			 -CAIRN_EDIGEST);
 	assert_non_null(strstr(why, "root digest is sha256:"));
 	opts_pinned(&o, f->digest);
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_root_digest(img, root), 0);
 	assert_memory_equal(root, f->digest, sizeof(root));
 	assert_int_equal(read_all(f, img), 0);
 	/* The image is smaller than the verify device's open read, which the cache
 	 * was primed with: everything was read in that one request. */
-	assert_int_equal(cairn_image_device_counters(img, &dc), 0);
+	assert_int_equal(cairn_stack_counters(stk, &dc), 0);
 	assert_int_equal(dc.requests, 1);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	/* Without digests a pinned root cannot be met; unpinned, it opens. */
 	build(f, f->img2, 1, NULL);
-	assert_int_equal(cairn_image_open_path_ex(f->img2, &o, why, sizeof(why), &img),
+	assert_int_equal(open_path(f->img2, &o, why, sizeof(why), &stk),
 			 -CAIRN_EDIGEST);
 	opts_pinned(&o, NULL);
-	assert_int_equal(cairn_image_open_path(f->img2, &o, &img), 0);
+	assert_int_equal(open_path(f->img2, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_root_digest(img, root), -ENODATA);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 }
 
 static void test_reproducible(void **state)
@@ -289,7 +328,8 @@ static void test_reproducible(void **state)
 static void test_bad_granule_alone(void **state)
 {
 	struct fx *f = *state;
-	struct cairn_open_opts o;
+	struct vopts o;
+	struct cairn_stack *stk;
 	struct cairn_image *img;
 	struct cairn_verify_stats vs;
 	static uint8_t buf[40000];
@@ -298,12 +338,14 @@ static void test_bad_granule_alone(void **state)
 	cairn_ino_t ino;
 
 	opts_pinned(&o, f->digest);
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_resolve(img, "/d/big", 1, &ino), 0);
 	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	write_byte(f->img, (size_t)lo + 3 * 4096 + 5, (uint8_t)(f->bytes[lo + 3 * 4096 + 5] ^ 1));
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	for (int round = 0; round < 2; round++) {
 		/* The whole file in one read: one merged request, then piece by piece. */
 		assert_int_equal(cairn_image_read(img, ino, buf, size, 0), -CAIRN_EDIGEST);
@@ -316,15 +358,152 @@ static void test_bad_granule_alone(void **state)
 	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
 	assert_true(vs.mismatches >= 4);
 	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	/* Without verification the bad byte is served: that is what "none" means. */
 	o.verify.off = 1;
 	o.verify.has_root = 0;
-	assert_int_equal(cairn_image_open_path(f->img, &o, &img), 0);
+	assert_int_equal(open_path(f->img, &o, NULL, 0, &stk), 0);
+	img = cairn_stack_image(stk);
 	assert_int_equal(cairn_image_read(img, ino, buf, size, 0), (ssize_t)size);
 	assert_true(memcmp(buf, f->want[3], size) != 0);
-	cairn_image_close(img);
+	cairn_stack_close(stk);
 	write_byte(f->img, (size_t)lo + 3 * 4096 + 5, f->bytes[lo + 3 * 4096 + 5]);
+}
+
+/* A copy of the image with one byte of /d/big's granule `g` flipped; *ino and
+ * *lo get the file and its first byte. */
+static uint8_t *bad_copy(struct fx *f, unsigned g, cairn_ino_t *ino, uint64_t *lo)
+{
+	struct vopts o;
+	struct cairn_image *img;
+	uint64_t hi;
+	uint8_t *copy = malloc(f->len);
+
+	assert_non_null(copy);
+	opts_pinned(&o, f->digest);
+	assert_int_equal(open_mem(f, &o, &img), 0);
+	assert_int_equal(cairn_image_resolve(img, "/d/big", 1, ino), 0);
+	assert_int_equal(cairn_image_file_extent(img, *ino, lo, &hi), 0);
+	cairn_image_close(img);
+	memcpy(copy, f->bytes, f->len);
+	copy[*lo + g * 4096 + 5] ^= 1;
+	return copy;
+}
+
+static uint64_t requests(struct cairn_bdev *stats)
+{
+	struct cairn_bdev_counters n;
+
+	assert_int_equal(cairn_bdev_get_stats(stats, &n), 0);
+	return n.requests;
+}
+
+/* A 4 KiB read of a small file is widened to the whole file (one request); a
+ * bad granule in the part it did not ask for must neither fail it nor make the
+ * cache fetch the run again (it did, segment by segment, when the run was
+ * checked as one). The good neighbours are cached; the bad one fails when a
+ * read needs it, each time fetched alone. */
+static void test_bad_neighbour_no_refetch(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_image *img;
+	struct cairn_bdev *stats;
+	struct cairn_verify_stats vs;
+	static uint8_t buf[4096];
+	cairn_ino_t ino;
+	uint64_t lo, hi, n0;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+
+	opts_pinned(&o, f->digest);
+	assert_int_equal(open_bytes(f, copy, &o, &img, &stats), 0);
+	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0); /* the inode read */
+	n0 = requests(stats);
+	assert_int_equal(cairn_image_read(img, ino, buf, 4096, 0), 4096);
+	assert_memory_equal(buf, f->want[3], 4096);
+	cairn_cache_drain(cairn_image_cache(img));
+	assert_int_equal(requests(stats) - n0, 1);
+	for (unsigned k = 1; k < 6; k++) {
+		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
+
+		if (k == 3)
+			continue;
+		assert_int_equal(cairn_image_read(img, ino, buf, len, k * 4096), (ssize_t)len);
+		assert_memory_equal(buf, f->want[3] + k * 4096, len);
+	}
+	assert_int_equal(requests(stats) - n0, 1); /* all cached by the first request */
+	/* Twice, so the second read is sequential: its readahead must not fetch
+	 * the segment that just failed again. */
+	for (unsigned round = 0; round < 2; round++) {
+		assert_int_equal(cairn_image_read(img, ino, buf, 10, 3 * 4096), -CAIRN_EDIGEST);
+		cairn_cache_drain(cairn_image_cache(img));
+		assert_int_equal(requests(stats) - n0, 2 + round);
+	}
+	assert_int_equal(cairn_bdev_verify_stats(stats, &vs), -EINVAL); /* below verify */
+	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
+	assert_int_equal(vs.mismatches, 3);
+	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
+	cairn_image_close(img);
+	free(copy);
+}
+
+struct reader {
+	struct fx *f;
+	struct cairn_image *img;
+	cairn_ino_t ino;
+	unsigned first;
+	int wrong;                  /* reads that returned neither the bytes nor EDIGEST at 3 */
+};
+
+/* Reads /d/big's six 4 KiB pieces, starting at piece `first`. */
+static void *reader_main(void *p)
+{
+	struct reader *r = p;
+	uint8_t buf[4096];
+
+	for (unsigned i = 0; i < 6; i++) {
+		unsigned k = (r->first + i) % 6;
+		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
+		ssize_t n = cairn_image_read(r->img, r->ino, buf, len, k * 4096);
+
+		if (k == 3 ? n != -CAIRN_EDIGEST
+			   : n != (ssize_t)len || memcmp(buf, r->f->want[3] + k * 4096, len))
+			r->wrong++;
+	}
+	return NULL;
+}
+
+/* Readers race each other and the workers that check the neighbours of their
+ * widened reads (run under TSan by make tsan-test). */
+static void test_bad_granule_threads(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	cairn_ino_t ino;
+	uint64_t lo;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+	int wrong = 0;
+
+	opts_pinned(&o, f->digest);
+	o.cache.threads = 2;
+	for (unsigned iter = 0; iter < 30; iter++) {
+		struct reader r[4];
+		pthread_t th[4];
+		struct cairn_image *img;
+
+		assert_int_equal(open_bytes(f, copy, &o, &img, NULL), 0);
+		for (unsigned t = 0; t < 4; t++) {
+			r[t] = (struct reader){ f, img, ino, (iter + t * 2) % 6, 0 };
+			assert_int_equal(pthread_create(&th[t], NULL, reader_main, &r[t]), 0);
+		}
+		for (unsigned t = 0; t < 4; t++) {
+			assert_int_equal(pthread_join(th[t], NULL), 0);
+			wrong += r[t].wrong;
+		}
+		cairn_image_close(img);
+	}
+	free(copy);
+	assert_int_equal(wrong, 0);
 }
 
 static void test_digest_text(void **state)
@@ -355,6 +534,8 @@ int main(void)
 		cmocka_unit_test(test_pinned_root),
 		cmocka_unit_test(test_reproducible),
 		cmocka_unit_test(test_bad_granule_alone),
+		cmocka_unit_test(test_bad_neighbour_no_refetch),
+		cmocka_unit_test(test_bad_granule_threads),
 		cmocka_unit_test(test_flip_every_byte),
 	};
 

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Opening an image by path: builds the device stack
+ * The stack builder (include/cairn/stack.h): the one place that composes layers
+ * 1-4. From a path and cairn_stack_opts it builds
  *   file -> [offset] -> [fault] -> [delay] -> stats -> [qcow2] -> [verify] -> cache
  *   -> image
- * from cairn_open_opts, as the CLI and the mount do; for a URL
+ * and for a URL
  *   http -> [offset] -> [fault] -> [delay] -> stats -> [diskcache] -> [qcow2]
- *   -> [verify] -> cache
+ *   -> [verify] -> cache -> image
  * (build_remote_stack: the delay emulates the network, stats count what crossed
  * it, and the disk cache keeps it; bytes are verified as they leave it for the
- * segment cache). Each wrapper takes the
- * device below it on success; on failure we close what we built so far.
- * qcow2 sits above delay and stats: the emulated disk is the file, so its L2
- * table reads pay the delay and count as device requests like any other read.
- * verify sits right under the cache (over a disk cache or http device, when
- * those come): bytes are checked once, as they enter the cache.
+ * segment cache). The fault device is a test hook (<cairn/testing.h>). Each
+ * wrapper takes the device below it on success; on failure we close what we
+ * built so far. qcow2 sits above delay and stats: the emulated disk is the
+ * file, so its L2 table reads pay the delay and count as device requests like
+ * any other read. verify sits right under the cache (over a disk cache or http
+ * device): bytes are checked once, as they enter the cache.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +28,36 @@
 #include <cairn/cache.h>
 #include <cairn/error.h>
 #include <cairn/remote.h>
-#include "image_int.h"
+#include <cairn/image.h>
+#include <cairn/stack.h>
+#include <cairn/testing.h>
+#include <cairn/verify.h>
 #include "util/util_int.h"
+
+/* The options, resolved: each layer's config by value (zero = defaults), read
+ * from the caller's structs only as far as their size says they go. */
+struct plan {
+	struct cairn_cache_config cache;
+	struct cairn_delay_config delay;
+	int has_delay;
+	struct cairn_qcow2_config qcow2;
+	struct cairn_verify_config verify;
+	struct cairn_http_config http;
+	struct cairn_s3_config s3;
+	struct cairn_remote_opts remote;          /* http and s3 point at those above */
+	const struct cairn_fault_config *fault;   /* the test hook; NULL = none */
+	uint64_t offset;
+	unsigned file_flags;
+	size_t chunk_cache;
+	unsigned flags;
+};
+
+struct cairn_stack {
+	struct cairn_image *img;                  /* owns the cache; NULL when raw */
+	struct cairn_cache *cache;                /* owns the devices */
+	struct cairn_bdev *stats;                 /* inside the image's stack; NULL offline */
+	struct cairn_bdev *fault;                 /* same; NULL without one */
+};
 
 /* Wraps *dev with a constructor's result; on failure *dev still owns the stack. */
 #define WRAP(call, what)                                                         \
@@ -57,7 +87,7 @@ static void layer_why(void *ctx, const char *msg)
 
 /* Replace *dev (a qcow2 file) with the qcow2 view of it. Backing files are found
  * relative to the image's directory. */
-static int wrap_qcow2(const char *path, const struct cairn_open_opts *o, char *why,
+static int wrap_qcow2(const char *path, const struct plan *o, char *why,
 		      size_t why_len, struct cairn_bdev **dev)
 {
 	struct cairn_qcow2_config cfg = o->qcow2;
@@ -99,9 +129,11 @@ static void origins_free(struct origins *og)
 }
 
 /* The URL, then the mirrors; s3:// ones become signed https origins. */
-static int resolve_origins(const char *url, const struct cairn_remote_opts *r, char *why,
+static int resolve_origins(const char *url, const struct plan *o, char *why,
 			   size_t why_len, struct origins *og)
 {
+	const struct cairn_remote_opts *r = &o->remote;
+
 	og->n = 0;
 	for (unsigned i = 0; i <= r->n_mirrors && i < CAIRN_HTTP_MAX_ORIGINS; i++) {
 		const char *u = i ? r->mirrors[i - 1] : url;
@@ -112,7 +144,7 @@ static int resolve_origins(const char *url, const struct cairn_remote_opts *r, c
 			snprintf(why, why_len, "mirror '%s' is not an http://, https:// or s3:// URL", u);
 			rc = -EINVAL;
 		} else if (!strncasecmp(u, "s3://", 5)) {
-			rc = cairn_s3_origin(u, &r->s3, &og->o[og->n], &og->store[og->n]);
+			rc = cairn_s3_origin(u, &o->s3, &og->o[og->n], &og->store[og->n]);
 			if (rc == -EINVAL)
 				snprintf(why, why_len, "'%s' is not s3://BUCKET/KEY", u);
 		} else {
@@ -128,13 +160,13 @@ static int resolve_origins(const char *url, const struct cairn_remote_opts *r, c
 	return 0;
 }
 
-static int open_http(const char *url, const struct cairn_open_opts *o, char *why,
+static int open_http(const char *url, const struct plan *o, char *why,
 		     size_t why_len, struct cairn_bdev **out)
 {
-	struct cairn_http_config cfg = o->remote.http;
+	struct cairn_http_config cfg = o->http;
 	struct why_buf wb = { why, why_len };
 	struct origins og;
-	int rc = resolve_origins(url, &o->remote, why, why_len, &og);
+	int rc = resolve_origins(url, o, why, why_len, &og);
 
 	if (rc < 0)
 		return rc;
@@ -185,7 +217,7 @@ static int wrap_diskcache(const char *url, struct cairn_bdev *head_dev,
 
 /* The server cannot be reached: serve what the disk cache holds of the image an
  * earlier open of url found there (reads of anything else give EIO). */
-static int open_offline(const char *url, const struct cairn_open_opts *o, char *why,
+static int open_offline(const char *url, const struct plan *o, char *why,
 			size_t why_len, struct cairn_bdev **out, int net_rc)
 {
 	struct cairn_diskcache_config dc = { .dir = o->remote.cache_dir,
@@ -201,7 +233,7 @@ static int open_offline(const char *url, const struct cairn_open_opts *o, char *
 	return rc;
 }
 
-static int build_remote_stack(const char *url, const struct cairn_open_opts *o, char *why,
+static int build_remote_stack(const char *url, const struct plan *o, char *why,
 			      size_t why_len, struct cairn_bdev **out, struct cairn_bdev **stats,
 			      struct cairn_bdev **fault)
 {
@@ -221,13 +253,13 @@ static int build_remote_stack(const char *url, const struct cairn_open_opts *o, 
 		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
 		*fault = dev;
 	}
-	if (o->delay.latency_ns || o->delay.bandwidth_bps) {
+	if (o->has_delay) {
 		/* An emulated far server: the latency is paid on each connection, so
 		 * as many requests are in flight as there are connections. */
 		struct cairn_delay_config dc = o->delay;
 
 		if (!dc.channels)
-			dc.channels = o->remote.http.connections ? o->remote.http.connections : 4;
+			dc.channels = o->http.connections ? o->http.connections : 4;
 		WRAP(cairn_bdev_delay_new(dev, &dc, &up_), "delay");
 	}
 	WRAP(cairn_bdev_stats_new(dev, &up_), "stats");
@@ -245,7 +277,7 @@ fail:
 	return rc;
 }
 
-static int build_stack(const char *path, const struct cairn_open_opts *o, char *why,
+static int build_stack(const char *path, const struct plan *o, char *why,
 		       size_t why_len, struct cairn_bdev **out, struct cairn_bdev **stats,
 		       struct cairn_bdev **fault)
 {
@@ -269,7 +301,7 @@ static int build_stack(const char *path, const struct cairn_open_opts *o, char *
 		WRAP(cairn_bdev_fault_new(dev, o->fault, &up_), "fault");
 		*fault = dev;
 	}
-	if (o->delay.latency_ns || o->delay.bandwidth_bps)
+	if (o->has_delay)
 		WRAP(cairn_bdev_delay_new(dev, &o->delay, &up_), "delay");
 	rc = cairn_bdev_stats_new(dev, stats);
 	if (rc < 0) {
@@ -285,7 +317,7 @@ fail:
 	return rc;
 }
 
-static int new_cache(struct cairn_bdev *dev, const struct cairn_open_opts *o, char *why,
+static int new_cache(struct cairn_bdev *dev, const struct plan *o, char *why,
 		     size_t why_len, struct cairn_cache **out)
 {
 	int rc = cairn_cache_new(dev, &o->cache, out);
@@ -300,7 +332,7 @@ static int new_cache(struct cairn_bdev *dev, const struct cairn_open_opts *o, ch
 /* Puts the verify device over *dev (the bytes of a cairn image) unless turned
  * off. An image without digests goes on without one, unless a root was pinned
  * (verify refuses that). -EMEDIUMTYPE: *dev holds a qcow2 file. */
-static int wrap_verify(const struct cairn_open_opts *o, char *why, size_t why_len,
+static int wrap_verify(const struct plan *o, char *why, size_t why_len,
 		       struct cairn_bdev **dev)
 {
 	struct cairn_bdev *v = NULL;
@@ -331,7 +363,7 @@ static void prime_from_verify(struct cairn_cache *c)
 
 /* The verified stack: the verify device's first read (block 0 and the table)
  * also tells a qcow2 file apart, so that costs no request of its own. Takes dev. */
-static int open_verified(const char *path, const struct cairn_open_opts *o, char *why,
+static int open_verified(const char *path, const struct plan *o, char *why,
 			 size_t why_len, struct cairn_bdev *dev, struct cairn_cache **out)
 {
 	int rc = wrap_verify(o, why, why_len, &dev);
@@ -356,7 +388,7 @@ static int open_verified(const char *path, const struct cairn_open_opts *o, char
  * The magic is read through a first cache: for a raw image that read is the
  * segment the superblock (and the metadata after it) is read from next, so
  * telling the formats apart costs no device request of its own. Takes dev. */
-static int open_cache(const char *path, const struct cairn_open_opts *o, char *why,
+static int open_cache(const char *path, const struct plan *o, char *why,
 		      size_t why_len, struct cairn_bdev *dev, struct cairn_cache **out)
 {
 	struct cairn_cache *c;
@@ -385,13 +417,120 @@ static int open_cache(const char *path, const struct cairn_open_opts *o, char *w
 	return new_cache(dev, o, why, why_len, out);
 }
 
-int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opts, char *why,
-			     size_t why_len, struct cairn_image **out)
+/* Does the caller's struct (of o->size bytes) reach past field? Older callers
+ * pass smaller structs; the fields they do not know stay at their defaults. */
+#define HAS(o, field) ((o)->size >= offsetof(__typeof__(*(o)), field) + sizeof((o)->field))
+#define TAKE(dst, o, field)                           \
+	do {                                          \
+		if (HAS(o, field) && (o)->field)      \
+			(dst) = *(o)->field;          \
+	} while (0)
+
+static void plan_remote(struct plan *p, const struct cairn_remote_opts *r)
 {
-	static const struct cairn_open_opts defaults;
-	struct cairn_bdev *dev = NULL, *stats = NULL, *fault = NULL;
+	p->remote.size = sizeof(p->remote);
+	p->remote.http = &p->http;
+	p->remote.s3 = &p->s3;
+	if (!r)
+		return;
+	TAKE(p->http, r, http);
+	TAKE(p->s3, r, s3);
+	if (HAS(r, n_mirrors) && r->mirrors) {
+		p->remote.mirrors = r->mirrors;
+		p->remote.n_mirrors = r->n_mirrors;
+	}
+	if (HAS(r, cache_dir))
+		p->remote.cache_dir = r->cache_dir;
+	if (HAS(r, cache_max))
+		p->remote.cache_max = r->cache_max;
+	if (HAS(r, cache_chunk))
+		p->remote.cache_chunk = r->cache_chunk;
+}
+
+static int plan_make(const struct cairn_stack_opts *o, const struct cairn_fault_config *fault,
+		     char *why, size_t why_len, struct plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->fault = fault;
+	if (!o) {
+		plan_remote(p, NULL);
+		return 0;
+	}
+	if (o->size < offsetof(struct cairn_stack_opts, cache)) {
+		snprintf(why, why_len, "cairn_stack_opts without a size: call cairn_stack_opts_init()");
+		return -EINVAL;
+	}
+	TAKE(p->cache, o, cache);
+	TAKE(p->delay, o, delay);
+	p->has_delay = p->delay.latency_ns || p->delay.bandwidth_bps;
+	TAKE(p->qcow2, o, qcow2);
+	TAKE(p->verify, o, verify);
+	plan_remote(p, HAS(o, remote) ? o->remote : NULL);
+	if (HAS(o, offset))
+		p->offset = o->offset;
+	if (HAS(o, file_flags))
+		p->file_flags = o->file_flags;
+	if (HAS(o, chunk_cache))
+		p->chunk_cache = o->chunk_cache;
+	if (HAS(o, flags))
+		p->flags = o->flags;
+	if (p->remote.n_mirrors >= CAIRN_HTTP_MAX_ORIGINS) {
+		snprintf(why, why_len, "at most %d mirrors", CAIRN_HTTP_MAX_ORIGINS - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void cairn_stack_opts_init(struct cairn_stack_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+}
+
+void cairn_remote_opts_init(struct cairn_remote_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+}
+
+/* The devices, then the cache, then the image over it. */
+static int open_plan(const char *path, const struct plan *p, char *why, size_t why_len,
+		     struct cairn_stack *s)
+{
+	struct cairn_bdev *dev = NULL;
 	struct cairn_cache *cache;
-	struct cairn_image *img;
+	int rc;
+
+	if (cairn_url_is_remote(path))
+		rc = build_remote_stack(path, p, why, why_len, &dev, &s->stats, &s->fault);
+	else
+		rc = build_stack(path, p, why, why_len, &dev, &s->stats, &s->fault);
+	if (rc < 0)
+		return rc;
+	if (p->flags & CAIRN_STACK_RAW)
+		return new_cache(dev, p, why, why_len, &s->cache);
+	if (p->verify.off)
+		rc = open_cache(path, p, why, why_len, dev, &cache);
+	else
+		rc = open_verified(path, p, why, why_len, dev, &cache);
+	if (rc < 0)
+		return rc;
+	rc = cairn_image_open(cache, why, why_len, &s->img);
+	if (rc < 0) {
+		cairn_cache_free(cache);
+		return rc;
+	}
+	s->cache = cache;
+	cairn_image_set_chunk_cache(s->img, p->chunk_cache);
+	return 0;
+}
+
+int cairn_stack_open_faulty(const char *path, const struct cairn_stack_opts *opts,
+			    const struct cairn_fault_config *fault, char *why, size_t why_len,
+			    struct cairn_stack **out)
+{
+	struct cairn_stack *s;
+	struct plan p;
 	char spare[8];
 	int rc;
 
@@ -400,61 +539,61 @@ int cairn_image_open_path_ex(const char *path, const struct cairn_open_opts *opt
 		why_len = sizeof(spare);
 	}
 	why[0] = '\0';
-	if (!opts)
-		opts = &defaults;
-	if (cairn_url_is_remote(path))
-		rc = build_remote_stack(path, opts, why, why_len, &dev, &stats, &fault);
-	else
-		rc = build_stack(path, opts, why, why_len, &dev, &stats, &fault);
+	rc = plan_make(opts, fault, why, why_len, &p);
 	if (rc < 0)
 		return rc;
-	if (opts->verify.off)
-		rc = open_cache(path, opts, why, why_len, dev, &cache);
-	else
-		rc = open_verified(path, opts, why, why_len, dev, &cache);
-	if (rc < 0)
-		return rc;
-	rc = cairn_image_open_ex(cache, why, why_len, &img);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	rc = open_plan(path, &p, why, why_len, s);
 	if (rc < 0) {
-		cairn_cache_free(cache);
+		free(s);
 		return rc;
 	}
-	img->stats_dev = stats;
-	img->fault_dev = fault;
-	cairn_image_set_chunk_cache(img, opts->chunk_cache);
-	*out = img;
+	*out = s;
 	return 0;
 }
 
-int cairn_image_open_path(const char *path, const struct cairn_open_opts *opts,
-			  struct cairn_image **out)
+int cairn_stack_open(const char *path, const struct cairn_stack_opts *opts, char *why,
+		     size_t why_len, struct cairn_stack **out)
 {
-	return cairn_image_open_path_ex(path, opts, NULL, 0, out);
+	return cairn_stack_open_faulty(path, opts, NULL, why, why_len, out);
 }
 
-int cairn_image_device_counters(struct cairn_image *img, struct cairn_bdev_counters *out)
+void cairn_stack_close(struct cairn_stack *s)
 {
-	if (!img->stats_dev)
+	if (!s)
+		return;
+	if (s->img)
+		cairn_image_close(s->img);
+	else
+		cairn_cache_free(s->cache);
+	free(s);
+}
+
+struct cairn_image *cairn_stack_image(struct cairn_stack *s)
+{
+	return s->img;
+}
+
+struct cairn_cache *cairn_stack_cache(struct cairn_stack *s)
+{
+	return s->cache;
+}
+
+struct cairn_bdev *cairn_stack_bdev(struct cairn_stack *s)
+{
+	return cairn_cache_bdev(s->cache);
+}
+
+int cairn_stack_counters(struct cairn_stack *s, struct cairn_bdev_counters *out)
+{
+	if (!s->stats) /* offline: the disk cache alone serves the image */
 		return -ENOENT;
-	return cairn_bdev_stats_get(img->stats_dev, out);
+	return cairn_bdev_get_stats(s->stats, out);
 }
 
-int cairn_image_root_digest(struct cairn_image *img, uint8_t out[CAIRN_DIGEST_LEN])
+struct cairn_bdev *cairn_stack_fault_dev(struct cairn_stack *s)
 {
-	uint8_t block0[CAIRN_BLOCK_SIZE];
-	int rc;
-
-	if (!(img->compat & CAIRN_COMPAT_VERITY))
-		return -ENODATA;
-	if (!cairn_bdev_verify_root(cairn_cache_bdev(img->cache), out))
-		return 0;
-	rc = cairn_image_dev_read(img, block0, sizeof(block0), 0, NULL);
-	if (!rc)
-		cairn_sha256(block0, sizeof(block0), out);
-	return rc;
-}
-
-struct cairn_bdev *cairn_image_fault_dev(struct cairn_image *img)
-{
-	return img->fault_dev;
+	return s->fault;
 }

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File data of the image reader: extents, read, lseek, the device ranges of a
+ * file (map, extent) and the hot prefix's delivery and ranges.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "image_int.h"
+
+int cairn_image_extent_load(struct cairn_image *img, uint64_t idx, const struct cairn_rinode *r,
+			    struct cairn_disk_extent *x)
+{
+	struct cairn_disk_extent d;
+	unsigned long long n = idx;
+	int rc;
+
+	if (idx >= img->extent_count)
+		return cairn_image_corrupt(img, "extent %llu past the extent table", n);
+	rc = cairn_image_meta_read(img, &d, sizeof(d), img->extent_off + idx * CAIRN_EXTENT_SIZE);
+	if (rc)
+		return rc;
+	x->file_off = cairn_le64(d.file_off);
+	x->disk_off = cairn_le64(d.disk_off);
+	x->len = cairn_le64(d.len);
+	if (x->len == 0 || !cairn_add_ok(x->file_off, x->len, r->size))
+		return cairn_image_corrupt(img, "extent %llu: range past the file size", n);
+	if (x->disk_off % CAIRN_BLOCK_SIZE || x->disk_off < img->data_off ||
+	    !cairn_add_ok(x->disk_off, x->len, img->data_end))
+		return cairn_image_corrupt(img, "extent %llu: outside the data region", n);
+	return 0;
+}
+
+static int load_regular(struct cairn_image *img, cairn_ino_t ino, struct cairn_rinode *r)
+{
+	int rc = cairn_image_inode_load(img, ino, r);
+
+	if (rc)
+		return rc;
+	if (S_ISDIR(r->mode))
+		return -EISDIR;
+	return S_ISREG(r->mode) ? 0 : -EINVAL;
+}
+
+/* Index of the first extent of r that ends after off (binary search); r->data_count
+ * when none. Order is checked again as the caller walks forward. */
+static int extent_find(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+		       uint64_t *idx)
+{
+	struct cairn_disk_extent x;
+	uint64_t lo = 0, hi = r->data_count;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		int rc = cairn_image_extent_load(img, r->data_ref + mid, r, &x);
+
+		if (rc)
+			return rc;
+		if (x.file_off + x.len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*idx = lo;
+	return 0;
+}
+
+static ssize_t read_extents(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
+			    char *buf, size_t len, uint64_t off)
+{
+	struct cairn_disk_extent x;
+	uint64_t pos = off, end = off + len, i, prev_end = 0;
+	int rc = extent_find(img, r, off, &i);
+
+	if (rc)
+		return rc;
+	for (; pos < end; i++) {
+		uint64_t from, to;
+		struct cairn_cache_hint hint;
+
+		if (i >= r->data_count) {
+			memset(buf + (pos - off), 0, (size_t)(end - pos));
+			break;
+		}
+		rc = cairn_image_extent_load(img, r->data_ref + i, r, &x);
+		if (rc)
+			return rc;
+		if (x.file_off < prev_end)
+			return cairn_image_corrupt(img, "inode %llu: extents overlap or are unsorted",
+						   (unsigned long long)ino);
+		prev_end = x.file_off + x.len;
+		if (x.file_off > pos) { /* a hole before this extent */
+			uint64_t z = x.file_off < end ? x.file_off : end;
+
+			memset(buf + (pos - off), 0, (size_t)(z - pos));
+			pos = z;
+			if (pos >= end)
+				break;
+		}
+		if (prev_end <= pos)
+			continue;
+		from = pos;
+		to = prev_end < end ? prev_end : end;
+		hint.lo = x.disk_off;
+		hint.hi = x.disk_off + x.len;
+		rc = cairn_image_dev_read(img, buf + (from - off), (size_t)(to - from),
+					  x.disk_off + (from - x.file_off), &hint);
+		if (rc)
+			return rc;
+		pos = to;
+	}
+	return (ssize_t)len;
+}
+
+ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
+			 uint64_t off)
+{
+	struct cairn_rinode r;
+	struct cairn_cache_hint hint;
+	int rc = load_regular(img, ino, &r);
+
+	if (rc)
+		return rc;
+	if (off >= r.size || len == 0)
+		return 0;
+	if (len > r.size - off)
+		len = (size_t)(r.size - off);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	if (r.flags & CAIRN_IF_INLINE)
+		rc = cairn_image_blob_read(img, buf, len, r.data_ref + off);
+	else if (r.flags & CAIRN_IF_CHUNKED)
+		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off);
+	else if (r.flags & CAIRN_IF_EXTENTS)
+		return read_extents(img, ino, &r, buf, len, off);
+	else {
+		hint.lo = r.data_ref;
+		hint.hi = r.data_ref + r.size;
+		rc = cairn_image_dev_read(img, buf, len, r.data_ref + off, &hint);
+	}
+	return rc ? rc : (ssize_t)len;
+}
+
+int64_t cairn_image_lseek(struct cairn_image *img, cairn_ino_t ino, uint64_t off, int whence)
+{
+	struct cairn_disk_extent x;
+	struct cairn_rinode r;
+	uint64_t i, end;
+	int rc = load_regular(img, ino, &r);
+
+	if (rc)
+		return rc;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (off >= r.size || r.size > INT64_MAX)
+		return -ENXIO;
+	if (r.flags & CAIRN_IF_CHUNKED)
+		return cairn_image_lseek_chunked(img, &r, off, whence);
+	if (!(r.flags & CAIRN_IF_EXTENTS))
+		return whence == SEEK_DATA ? (int64_t)off : (int64_t)r.size;
+	rc = extent_find(img, &r, off, &i);
+	if (rc)
+		return rc;
+	if (i >= r.data_count)
+		return whence == SEEK_DATA ? -ENXIO : (int64_t)off;
+	rc = cairn_image_extent_load(img, r.data_ref + i, &r, &x);
+	if (rc)
+		return rc;
+	if (whence == SEEK_DATA)
+		return (int64_t)(x.file_off > off ? x.file_off : off);
+	if (x.file_off > off)
+		return (int64_t)off;
+	/* Inside data: the hole starts where the run of touching extents ends. */
+	end = x.file_off + x.len;
+	while (++i < r.data_count) {
+		rc = cairn_image_extent_load(img, r.data_ref + i, &r, &x);
+		if (rc)
+			return rc;
+		if (x.file_off != end)
+			break;
+		end += x.len;
+	}
+	return (int64_t)end;
+}
+
+int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *lo, uint64_t *hi)
+{
+	struct cairn_rinode r;
+	struct cairn_disk_extent a, b;
+	int rc = load_regular(img, ino, &r);
+
+	if (rc)
+		return rc;
+	*lo = *hi = 0;
+	if (r.flags & CAIRN_IF_INLINE || r.size == 0)
+		return 0;
+	if (r.flags & CAIRN_IF_CHUNKED) {
+		cairn_image_chunked_extent(img, &r, lo, hi);
+		return 0;
+	}
+	if (!(r.flags & CAIRN_IF_EXTENTS)) {
+		*lo = r.data_ref;
+		*hi = r.data_ref + r.size;
+		return 0;
+	}
+	if (r.data_count == 0)
+		return 0;
+	rc = cairn_image_extent_load(img, r.data_ref, &r, &a);
+	if (!rc)
+		rc = cairn_image_extent_load(img, r.data_ref + r.data_count - 1, &r, &b);
+	if (rc)
+		return rc;
+	*lo = a.disk_off < b.disk_off ? a.disk_off : b.disk_off;
+	*hi = a.disk_off + a.len > b.disk_off + b.len ? a.disk_off + a.len : b.disk_off + b.len;
+	return 0;
+}
+
+struct map_chunks {
+	uint64_t off, end;
+	cairn_range_cb fn;
+	void *ctx;
+};
+
+static int map_chunk(void *ctx, uint64_t file_off, uint64_t len, uint64_t dev_off,
+		     uint64_t dev_len)
+{
+	struct map_chunks *m = ctx;
+
+	if (file_off >= m->end || file_off + len <= m->off)
+		return 0;
+	return m->fn(m->ctx, file_off, dev_off, dev_len);
+}
+
+int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
+		    uint64_t off, uint64_t len, cairn_range_cb fn, void *ctx)
+{
+	struct cairn_disk_extent x;
+	uint64_t end, i, prev_end = 0;
+	int rc;
+
+	if (r->flags & CAIRN_IF_INLINE || off >= r->size || !len)
+		return 0;
+	end = len > r->size - off ? r->size : off + len;
+	if (r->flags & CAIRN_IF_CHUNKED) {
+		struct map_chunks m = { off, end, fn, ctx };
+
+		return cairn_image_chunked_ranges(img, r, map_chunk, &m);
+	}
+	if (!(r->flags & CAIRN_IF_EXTENTS))
+		return fn(ctx, off, r->data_ref + off, end - off);
+	rc = extent_find(img, r, off, &i);
+	for (; !rc && i < r->data_count; i++) {
+		uint64_t lo, hi;
+
+		rc = cairn_image_extent_load(img, r->data_ref + i, r, &x);
+		if (rc || x.file_off >= end)
+			break;
+		if (x.file_off < prev_end)
+			return cairn_image_corrupt(img, "inode %llu: extents overlap or are unsorted",
+						   (unsigned long long)ino);
+		prev_end = x.file_off + x.len;
+		lo = x.file_off > off ? x.file_off : off;
+		hi = prev_end < end ? prev_end : end;
+		if (lo < hi)
+			rc = fn(ctx, lo, x.disk_off + (lo - x.file_off), hi - lo);
+	}
+	return rc;
+}
+
+static int has_hot_prefix(const struct cairn_image *img)
+{
+	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;
+}
+
+/* Hot data is kept: a push into the page cache may still read it, and reading
+ * it again would cost the request the prefetch saved. */
+static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
+{
+	struct cairn_image *img = ctx;
+	uint64_t end = disk_off + len, lo = disk_off;
+
+	(void)file_off;
+	if (img->keep_hot && !img->profile && has_hot_prefix(img)) {
+		uint64_t hot_end = img->hot_off + img->hot_len;
+
+		if (disk_off < img->hot_off) /* the part before the prefix */
+			cairn_cache_delivered(img->cache, disk_off,
+					      (end < img->hot_off ? end : img->hot_off) - disk_off);
+		lo = hot_end > disk_off ? hot_end : disk_off; /* and after it */
+	}
+	if (lo < end)
+		cairn_cache_delivered(img->cache, lo, end - lo);
+	return 0;
+}
+
+void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			   uint64_t len)
+{
+	struct cairn_rinode r;
+
+	/* Compressed files are left to the budget: their stored chunks serve more
+	 * than the bytes delivered, and the chunk cache holds them decompressed. */
+	if ((!img->keep_hot || !img->profile || !cairn_profile_has(img->profile, ino)) &&
+	    load_regular(img, ino, &r) == 0 && !(r.flags & CAIRN_IF_CHUNKED))
+		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
+}
+
+uint64_t cairn_image_hot_bytes(const struct cairn_image *img)
+{
+	if (img->profile)
+		return cairn_profile_bytes(img->profile);
+	return has_hot_prefix(img) ? img->hot_len : 0;
+}
+
+void cairn_image_prefetch_hot(struct cairn_image *img)
+{
+	img->keep_hot = 1;
+	if (img->profile)
+		cairn_profile_prefetch(img, img->profile);
+	else if (has_hot_prefix(img))
+		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
+}
+
+/* A file's hot pieces, sorted into device order before they are handed on. */
+struct hot_piece {
+	uint64_t disk_off, disk_len, file_off, len;
+};
+
+struct hot_list {
+	const struct cairn_image *img;
+	struct hot_piece *v;
+	size_t n, cap;
+};
+
+static int hot_push(struct hot_list *l, struct hot_piece p)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? 2 * l->cap : 8;
+		struct hot_piece *v = realloc(l->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = p;
+	return 0;
+}
+
+/* Adds the part of a mapping (file_off -> disk_off, len bytes) that lies in the
+ * hot prefix, if any (a cairn_image_map() callback). */
+static int hot_add(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
+{
+	struct hot_list *l = ctx;
+	uint64_t hot_end = l->img->hot_off + l->img->hot_len;
+	uint64_t lo = disk_off > l->img->hot_off ? disk_off : l->img->hot_off;
+	uint64_t hi = disk_off + len < hot_end ? disk_off + len : hot_end;
+
+	if (lo >= hi)
+		return 0;
+	return hot_push(l, (struct hot_piece){ lo, hi - lo, file_off + (lo - disk_off), hi - lo });
+}
+
+struct hot_chunks {
+	const struct cairn_image *img;
+	struct hot_list *l;
+};
+
+/* A compressed piece is hot whole when its stored bytes start in the prefix. */
+static int hot_add_chunk(void *ctx, uint64_t file_off, uint64_t len, uint64_t dev_off,
+			 uint64_t dev_len)
+{
+	struct hot_chunks *h = ctx;
+	const struct cairn_image *img = h->img;
+
+	if (dev_off < img->hot_off || dev_off - img->hot_off >= img->hot_len)
+		return 0;
+	return hot_push(h->l, (struct hot_piece){ dev_off, dev_len, file_off, len });
+}
+
+static int by_disk_off(const void *a, const void *b)
+{
+	const struct hot_piece *x = a, *y = b;
+
+	return x->disk_off < y->disk_off ? -1 : x->disk_off > y->disk_off;
+}
+
+/* Hands the pieces on in device order, merging those that follow each other both
+ * in the file and on the device. */
+static int hot_emit(struct hot_piece *p, size_t n, cairn_range_cb fn, void *ctx)
+{
+	qsort(p, n, sizeof(*p), by_disk_off);
+	for (size_t i = 0; i < n;) {
+		uint64_t off = p[i].file_off, dev = p[i].disk_off, len = p[i].len;
+		int rc;
+
+		while (++i < n && p[i].file_off == off + len &&
+		       p[i].disk_off == p[i - 1].disk_off + p[i - 1].disk_len)
+			len += p[i].len;
+		rc = fn(ctx, off, dev, len);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
+			   void *ctx)
+{
+	struct hot_list l = { img, NULL, 0, 0 };
+	struct cairn_rinode r;
+	int rc;
+
+	if (img->profile)
+		return cairn_profile_ranges(img->profile, ino, fn, ctx);
+	if (!has_hot_prefix(img))
+		return 0;
+	rc = load_regular(img, ino, &r);
+	if (!rc && r.flags & CAIRN_IF_CHUNKED) {
+		struct hot_chunks h = { img, &l };
+
+		rc = cairn_image_chunked_ranges(img, &r, hot_add_chunk, &h);
+	} else if (!rc) {
+		rc = cairn_image_map(img, ino, &r, 0, r.size, hot_add, &l);
+	}
+	if (!rc && l.n)
+		rc = hot_emit(l.v, l.n, fn, ctx);
+	free(l.v);
+	return rc;
+}

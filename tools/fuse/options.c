@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cairn mount IMAGE MOUNTPOINT [-f] [-s] [-o opts]
+ * cairn mount --empty MOUNTPOINT [-f] [-o opts]
+ * The daemon's command line (cairn-fuse, which `cairn mount` execs with its
+ * arguments): parsed into struct mount_opts, then daemon_mount() does the rest.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../cairn/cli.h"
+#include "mount.h"
+
+static const char usage[] =
+	"usage: cairn mount [-f] [-s] [-o OPTS] IMAGE MOUNTPOINT\n"
+	"       cairn mount --empty [-f] [-o OPTS] MOUNTPOINT\n"
+	"Mounts a cairn image with FUSE (read-only, or writable in RAM as asked).\n"
+	"  -f              stay in the foreground (default: detach once mounted)\n"
+	"  -s              single-threaded (same as -o single)\n"
+	"  --empty         no image: a RAM filesystem, like tmpfs\n"
+	"options (-o, comma-separated):\n"
+	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
+	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
+	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
+	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
+	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
+	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
+	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
+	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
+	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
+	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
+	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
+	"  prefetch        read the image's ordered (hot) prefix at mount\n"
+	"  verify=auto|meta|lazy|none  every byte read is checked against the image's\n"
+	"                  SHA-256 digests; auto and meta also check all metadata\n"
+	"                  before mounting (auto: when it is at most 4 MiB); none checks\n"
+	"                  no digests (unsafe for untrusted storage)\n"
+	"  digest=sha256:HEX  refuse the image unless its root digest is HEX\n"
+	"  prefetch=TRACE  read and push the ranges of a trace (a profile) at mount,\n"
+	"                  on any image; IMAGE.profile is used so by default\n"
+	"  learn=FILE      keep a profile in FILE: trace when it is absent, else\n"
+	"                  prefetch it and add what this run read to it at unmount\n"
+	"  noprofile       do not use IMAGE.profile\n"
+	"  keep_data       keep file data in the cache after replying (default: only\n"
+	"                  metadata and what the kernel has not taken yet)\n"
+	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
+	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
+	"                  ENOSPC shows at fsync()/close(), not at write()\n"
+	"  single          single-threaded; threads=N caps the worker threads\n"
+	"  allow_other     let other users in (always on when root mounts)\n"
+	"remote images (IMAGE is http://, https:// or s3://BUCKET/KEY):\n"
+	"  connections=N   parallel kept-alive connections (default 4)\n"
+	"  timeout=TIME    a read fails with EIO after TIME, retries included (default 10s)\n"
+	"  retries=N       attempts after a failed one (default 4); mirror=URL (repeatable)\n"
+	"  proxy=URL       HTTP proxy (default: http_proxy/https_proxy from the environment)\n"
+	"  cacert=FILE     trust these CA certificates; insecure: trust any; http1\n"
+	"  cache_dir=DIR   persistent disk cache; cache_max=SIZE bounds DIR (default 1G)\n"
+	"  s3_endpoint=URL, s3_region=R, s3_profile=P  for s3:// (else AWS_* env)\n"
+	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
+	"                  fail device reads, for tests; SIGUSR2 clears the plan\n"
+	"Unmount with `fusermount3 -u MOUNTPOINT`, `umount MOUNTPOINT` or SIGTERM.\n";
+
+static int size_opt(const char *key, const char *val, uint64_t *out)
+{
+	if (!val || cli_parse_size(val, out)) {
+		cli_err("mount", "-o %s needs a size, got '%s'", key, val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+static int num_opt(const char *key, const char *val, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	if (!val || !*val || (*out = strtoull(val, &end, 10), errno || *end)) {
+		cli_err("mount", "-o %s needs a number, got '%s'", key, val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Options mount(8) and fstab pass that mean nothing here. */
+static int generic_opt(const char *key)
+{
+	static const char *const ignored[] = { "rw", "ro", "defaults", "auto", "noauto", "user",
+					       "nouser", "users", "nofail", "_netdev", "suid",
+					       "nosuid", "dev", "nodev", "exec", "noexec", "atime",
+					       "noatime", "relatime", "async", "sync", NULL };
+
+	if (!strncmp(key, "x-", 2) || !strcmp(key, "comment"))
+		return 1;
+	for (int i = 0; ignored[i]; i++)
+		if (!strcmp(key, ignored[i]))
+			return 1;
+	return 0;
+}
+
+static int parse_one(struct mount_opts *o, char *key)
+{
+	char *val = strchr(key, '=');
+	uint64_t v;
+	int rc;
+
+	if (val)
+		*val++ = 0;
+	if (val && !*val && !generic_opt(key)) {
+		cli_err("mount", "-o %s= has an empty value (give %s=VALUE, or leave it out)", key,
+			key);
+		return -1;
+	}
+	if (!strcmp(key, "tmp") && val && *val)
+		o->tmp_paths = val;
+	else if (!strcmp(key, "overlay") && !val)
+		o->overlay = 1;
+	else if (!strcmp(key, "size")) {
+		if (size_opt(key, val, &o->size_limit))
+			return -1;
+	} else if (!strcmp(key, "nr_inodes")) {
+		if (size_opt(key, val, &o->inode_limit))
+			return -1;
+	} else if (!strcmp(key, "cache_size")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
+	} else if (!strcmp(key, "chunk_cache")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.chunk_cache = v ? (size_t)v : 1; /* 0: keep nothing unused */
+	} else if (!strcmp(key, "segment")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		if (cli_check_segment("-o segment", v))
+			return -1;
+		o->open.cache.segment_size = (size_t)v;
+	} else if (!strcmp(key, "max_io")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.cache.max_io = (size_t)v;
+	} else if (!strcmp(key, "offset")) {
+		if (size_opt(key, val, &o->open.offset))
+			return -1;
+	} else if (!strcmp(key, "l2_cache")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.qcow2.l2_cache_disabled = v == 0;
+		o->open.qcow2.l2_cache_bytes = (size_t)v;
+	} else if (!strcmp(key, "direct") && !val) {
+		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
+	} else if (!strcmp(key, "delay")) {
+		if (!val || cli_parse_duration_ns(val, &v)) {
+			cli_err("mount", "-o delay needs a time (e.g. 1ms), got '%s'",
+				val ? val : "");
+			return -1;
+		}
+		o->open.delay.latency_ns = v;
+	} else if (!strcmp(key, "stats") && val && *val) {
+		o->stats_file = val;
+	} else if (!strcmp(key, "trace") && val && *val) {
+		o->trace_file = val;
+	} else if (!strcmp(key, "prefetch") && !val) {
+		o->prefetch = 1;
+	} else if (!strcmp(key, "prefetch") && *val) {
+		o->prefetch_file = val;
+	} else if (!strcmp(key, "learn") && val && *val) {
+		o->learn_file = val;
+	} else if (!strcmp(key, "noprofile") && !val) {
+		o->no_profile = 1;
+	} else if (!strcmp(key, "keep_data") && !val) {
+		o->keep_data = 1;
+	} else if (!strcmp(key, "writeback") && !val) {
+		o->writeback = 1;
+	} else if (!strcmp(key, "single") && !val) {
+		o->single = 1;
+	} else if (!strcmp(key, "threads")) {
+		if (num_opt(key, val, &v))
+			return -1;
+		o->max_threads = (unsigned)v;
+	} else if (!strcmp(key, "verify") && val) {
+		if (!strcmp(val, "auto"))
+			o->verify = MOUNT_VERIFY_AUTO;
+		else if (!strcmp(val, "none"))
+			o->verify = MOUNT_VERIFY_NONE;
+		else if (!strcmp(val, "meta"))
+			o->verify = MOUNT_VERIFY_META;
+		else if (!strcmp(val, "lazy"))
+			o->verify = MOUNT_VERIFY_LAZY;
+		else {
+			cli_err("mount", "-o verify is auto, meta, lazy or none, got '%s'", val);
+			return -1;
+		}
+		o->open.verify.off = o->verify == MOUNT_VERIFY_NONE;
+	} else if (!strcmp(key, "digest")) {
+		if (!val || cairn_digest_parse(val, o->open.verify.root)) {
+			cli_err("mount", "-o digest needs sha256:<64 hex digits>, got '%s'",
+				val ? val : "");
+			return -1;
+		}
+		o->open.verify.has_root = 1;
+	} else if (!strcmp(key, "allow_other") && !val) {
+		o->allow_other = 1;
+	} else if (!strcmp(key, "fault_every")) {
+		if (num_opt(key, val, &o->fault.fail_every))
+			return -1;
+		o->has_fault = 1;
+	} else if (!strcmp(key, "fault_nth")) {
+		if (num_opt(key, val, &o->fault.fail_nth))
+			return -1;
+		o->has_fault = 1;
+	} else if (!strcmp(key, "fault_kind") && val) {
+		if (!strcmp(val, "eio"))
+			o->fault.kind = CAIRN_FAULT_EIO;
+		else if (!strcmp(val, "short"))
+			o->fault.kind = CAIRN_FAULT_SHORT;
+		else {
+			cli_err("mount", "-o fault_kind is eio or short, got '%s'", val);
+			return -1;
+		}
+	} else if (!strcmp(key, "fault_persistent") && !val) {
+		o->fault.persistent = 1;
+	} else if ((rc = cli_remote_opt(&o->open, "mount", key, val)) != 0) {
+		return rc < 0 ? -1 : 0;
+	} else if (!generic_opt(key)) {
+		cli_err("mount", "unknown option '%s%s%s'", key, val ? "=" : "", val ? val : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Appends one -o string to *all (comma-joined). Options are parsed from this
+ * copy, which they then point into, so argv stays as it was and ps shows the
+ * command line the daemon was started with. */
+static int add_opts(char **all, const char *opts)
+{
+	size_t have = *all ? strlen(*all) : 0;
+	char *s = realloc(*all, have + strlen(opts) + 2);
+
+	if (!s) {
+		cli_err("mount", "-o %s: %s", opts, strerror(ENOMEM));
+		return -1;
+	}
+	if (have)
+		s[have++] = ',';
+	strcpy(s + have, opts);
+	*all = s;
+	return 0;
+}
+
+static int parse_opts(struct mount_opts *o, char *s)
+{
+	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (parse_one(o, tok))
+			return -1;
+	return 0;
+}
+
+/* The command line into o and pos; *all collects the -o strings (the caller
+ * frees it, after the mount: the options point into it). Returns -1 to go on,
+ * else the exit code. */
+static int parse_args(int argc, char **argv, struct mount_opts *o, const char *pos[2],
+		      int *npos, char **all)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			return CLI_EXIT_OK;
+		} else if (!strcmp(a, "-f")) {
+			o->foreground = 1;
+		} else if (!strcmp(a, "-s")) {
+			o->single = 1;
+		} else if (!strcmp(a, "--empty")) {
+			o->empty = 1;
+		} else if (!strcmp(a, "-o") || !strncmp(a, "-o", 2)) {
+			const char *val = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+
+			if (!val) {
+				cli_err("mount", "-o needs options");
+				return CLI_EXIT_USAGE;
+			}
+			if (add_opts(all, val))
+				return CLI_EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			cli_err("mount", "unknown flag '%s'", a);
+			fputs(usage, stderr);
+			return CLI_EXIT_USAGE;
+		} else if (*npos < 2) {
+			pos[(*npos)++] = a;
+		} else {
+			cli_err("mount", "too many arguments");
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (*all && parse_opts(o, *all))
+		return CLI_EXIT_USAGE;
+	if (*npos != (o->empty ? 1 : 2)) {
+		fputs(usage, stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (o->empty && (o->overlay || o->tmp_paths)) {
+		cli_err("mount", "--empty takes no image, so no overlay or tmp= either");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->open.verify.off && o->open.verify.has_root) {
+		cli_err("mount", "digest= needs verification: drop verify=none");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->overlay && o->tmp_paths) {
+		cli_err("mount", "overlay already makes every path writable; drop tmp=");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->learn_file && (o->trace_file || o->prefetch_file)) {
+		cli_err("mount", "learn= traces and prefetches by itself; drop trace= and prefetch=");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->empty && (o->learn_file || o->prefetch_file)) {
+		cli_err("mount", "--empty has no image to prefetch from");
+		return CLI_EXIT_USAGE;
+	}
+	return -1;
+}
+
+int daemon_cmdline(int argc, char **argv)
+{
+	struct mount_opts o;
+	const char *pos[2];
+	char *all = NULL;
+	int npos = 0, rc;
+
+	memset(&o, 0, sizeof(o));
+	rc = parse_args(argc, argv, &o, pos, &npos, &all);
+	if (rc < 0) {
+		o.image = o.empty ? NULL : pos[0];
+		o.mountpoint = pos[npos - 1];
+		/* Root mounts serve every user (permissions are checked by the kernel,
+		 * default_permissions); others' mounts stay private unless asked. */
+		if (geteuid() == 0)
+			o.allow_other = 1;
+		rc = daemon_mount(&o);
+	}
+	free(all);
+	return rc;
+}
