@@ -134,11 +134,14 @@ $(BUILD)/bench-obj/%/main.o: bench/%/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(FUSE_CFLAGS) -MMD -MP -c $< -o $@
 
-# Plain C beside libc: only the public headers (craft.c's format headers are
-# reached by relative paths, as the fuzz build reaches them).
+# Plain C beside libc, not linked with the library: only the public headers
+# (craft.c's format headers are reached by relative paths, as the fuzz build
+# reaches them), and a dependency file, so a header change rebuilds them (a
+# stale craft once hid a header it could not find).
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) $(INC_CFLAGS) -o $@ $< $(LDSAN)
+	$(CC) $(STD_CFLAGS) $(WARN) $(CFLAGS) $(SAN_CFLAGS) $(INC_CFLAGS) -MMD -MP -MF $@.d \
+		-o $@ $< $(LDSAN)
 
 # Examples of embedding libcairn, built so they keep compiling.
 $(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIBA)
@@ -246,4 +249,4 @@ clean:
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(DAEMON_OBJS:.o=.d) $(HELPER_OBJS:.o=.d) \
          $(EXAMPLES:%=%.d) $(BENCH_TOOLS:$(BUILD)/bench/%=$(BUILD)/bench-obj/%/main.d) \
-         $(TEST_SRCS:%.c=$(BUILD)/%.d)
+         $(TEST_SRCS:%.c=$(BUILD)/%.d) $(PROGS:%=%.d)

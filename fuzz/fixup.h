@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "../lib/format/format_int.h" /* relative: tests/progs build without -I */
+#include "../lib/format/format_int.h" /* relative: needs no include path */
 
 static inline uint64_t fixup_get64(const uint8_t *p)
 {

@@ -17,10 +17,11 @@ case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
 qemu-utils python3 default-jdk-headless nginx-light curl" ;;
   # remote-image tests: nginx (origin), squid (caching proxy), openssl (a
-  # self-signed certificate), node + npm (s3rver, installed by the test itself;
-  # Debian's only when no npm is there, as another node may bring its own); the
-  # tools tests/mount/stress.sh, roundtrip.sh and workloads.sh run on the mounts.
-  test) PKGS="$PKGS qemu-utils nginx-light squid openssl stress-ng fio rsync tar git"
+  # self-signed certificate), curl (uploads to s3rver), node + npm (s3rver,
+  # installed by the test itself; Debian's only when no npm is there, as
+  # another node may bring its own); the tools tests/mount/stress.sh,
+  # roundtrip.sh and workloads.sh run on the mounts.
+  test) PKGS="$PKGS qemu-utils nginx-light squid openssl curl stress-ng fio rsync tar git"
         command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm" ;;
 esac
 if [ "$list" -eq 1 ]; then

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/common.inc"
 list=$("$ROOT/scripts/deps.sh" --list test) || fail "deps.sh --list test"
 for p in libfuse3-dev libcmocka-dev pkg-config qemu-utils acl libcurl4-openssl-dev libssl-dev \
-         nginx-light squid stress-ng fio rsync; do
+         nginx-light squid openssl curl stress-ng fio rsync; do
   printf '%s\n' "$list" | grep -qx "$p" || fail "deps.sh test does not install $p"
 done
 

@@ -13,6 +13,10 @@ command -v unshare >/dev/null || skip "unshare not installed"
 command -v mount >/dev/null || skip "mount(8) not installed"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
   skip "no overlay file system for the private sbin"
+# A chroot whose / is no mount point cannot have its mounts made private (EINVAL):
+# say so, rather than report it as a failed step of the test.
+unshare -m --propagation private true 2>"$WORK/unshare.err" ||
+  skip "cannot make a private mount namespace here: $(cat "$WORK/unshare.err")"
 PREFIX=$WORK/prefix
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s -C "$ROOT" -j2 \
   BUILD="$WORK/build" PREFIX="$PREFIX" SBINDIR="$WORK/sbin" install > "$WORK/install.log" 2>&1 ||
