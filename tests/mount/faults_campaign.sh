@@ -5,36 +5,8 @@
 # other errors, never wrong bytes), the daemon keeps serving, and once the plan
 # is cleared (SIGUSR2) every file and directory reads correctly.
 . "$(dirname "$0")/common.inc"
-SRC=$WORK/src
-mkdir -p "$SRC/d/e"
-head -c 2000000 /dev/urandom > "$SRC/big"
-head -c 300000 /dev/urandom > "$SRC/d/medium"
-echo small > "$SRC/d/e/small"
-ln -s d/medium "$SRC/link"
-"$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
-M=$WORK/m
+. "$(dirname "$0")/fault_tree.inc"
 mkdir -p "$M"
-listing() { (cd "$1" && find . -printf '%p %y %m %U %G %l\n' | sort); }
-listing "$SRC" > "$WORK/ls.want"
-
-# read_all: every file and the listing; each is right or EIO. Prints failures.
-read_all() {
-  n=0
-  for f in big d/medium d/e/small link; do
-    if cat "$M/$f" > "$WORK/got" 2>"$WORK/err"; then
-      cmp -s "$WORK/got" "$SRC/$f" || fail "$1: $f read wrong bytes"
-    else
-      grep -q "Input/output error" "$WORK/err" || fail "$1: $f: $(cat "$WORK/err")"
-      n=$((n + 1))
-    fi
-  done
-  listing "$M" 2>"$WORK/err" > "$WORK/ls.got" || true
-  if [ -s "$WORK/err" ]; then
-    grep -q "Input/output error" "$WORK/err" || fail "$1: ls: $(cat "$WORK/err")"
-    n=$((n + 1))
-  fi
-  echo $n
-}
 
 total=0
 for mode in "" ",fault_kind=short" ",fault_persistent" ",cache_size=0"; do
