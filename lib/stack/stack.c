@@ -534,11 +534,7 @@ int cairn_stack_open_faulty(const char *path, const struct cairn_stack_opts *opt
 	char spare[8];
 	int rc;
 
-	if (!why || !why_len) {
-		why = spare;
-		why_len = sizeof(spare);
-	}
-	why[0] = '\0';
+	util_why_init(&why, &why_len, spare, sizeof(spare));
 	rc = plan_make(opts, fault, why, why_len, &p);
 	if (rc < 0)
 		return rc;

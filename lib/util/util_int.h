@@ -14,6 +14,18 @@ const char *cairn_mode_kind(unsigned mode);
 
 /* "dir/name" with one '/' between them (none added when dir ends with one), or
  * name alone when dir is empty. name_len bytes of name. malloc'd; NULL on ENOMEM. */
+/* Functions that explain a refusal take an optional (why, why_len) buffer: with
+ * none given, point them at the caller's scratch `spare` so they can always write
+ * one. Leaves *why empty. */
+static inline void util_why_init(char **why, size_t *why_len, char *spare, size_t spare_len)
+{
+	if (!*why || !*why_len) {
+		*why = spare;
+		*why_len = spare_len;
+	}
+	(*why)[0] = '\0';
+}
+
 char *util_path_join(const char *dir, const char *name, size_t name_len);
 /* name when it is absolute or base is empty, else util_path_join(base, name):
  * a path written relative to base. */

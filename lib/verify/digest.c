@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <cairn/error.h>
 #include "format/format_int.h"
+#include "util/util_int.h"
 #include "verify/verify_int.h"
 
 /* SHA-256 with md (NULL: EVP_sha256()). Fails only without memory for the
@@ -88,10 +89,7 @@ int cairn_verity_decode(const uint8_t *block0, struct cairn_verity *v, char *why
 	struct cairn_disk_verity_super r;
 	char spare[8];
 
-	if (!why || !why_len) {
-		why = spare;
-		why_len = sizeof(spare);
-	}
+	util_why_init(&why, &why_len, spare, sizeof(spare));
 	memcpy(&s, block0, sizeof(s));
 	memcpy(&r, block0 + CAIRN_VERITY_SUPER_OFF, sizeof(r));
 	if (memcmp(s.magic, CAIRN_MAGIC_BYTES, 8))

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include <cairn/error.h>
+#include "util/util_int.h"
 #include "verify/verify_int.h"
 
 #define HEAD_READ CAIRN_VERIFY_HEAD_BYTES
@@ -247,11 +248,7 @@ int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_co
 	char spare[8];
 	int rc;
 
-	if (!why || !why_len) {
-		why = spare;
-		why_len = sizeof(spare);
-	}
-	why[0] = '\0';
+	util_why_init(&why, &why_len, spare, sizeof(spare));
 	if (!vd)
 		return -ENOMEM;
 	rc = load_head(vd, below, cfg, why, why_len);
