@@ -15,6 +15,9 @@ mounted with -o prefetch (the hot prefix is read at mount, in parallel ranges).
 Times are mount + workload (the mount call returns once the mount is up).
 
 usage: bench/remote.py [--build build] [--runs 3] [--only java,python] [--out FILE]
+                      [--variants empty,warm,...]
+--variants runs a subset (to profile one comparison; never with --out): a warm
+variant without its empty one is primed by one untimed run first.
 Needs root (drop_caches, mounts). Prints a markdown table per workload, with the
 issue's goals; --out also writes them to FILE (docs/bench/remote.md, which
 bench/report.py includes in docs/BENCHMARKS.md as is).
@@ -216,7 +219,12 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default="java,python")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--variants", default=",".join(v for v, _ in VARIANTS))
     args = ap.parse_args()
+    picked = args.variants.split(",")
+    if set(picked) - {v for v, _ in VARIANTS} or (args.out and len(picked) < len(VARIANTS)):
+        ap.error("--variants: a subset of " + ",".join(v for v, _ in VARIANTS) +
+                 " (the full set with --out)")
     b = Bench(args)
     ng = None
     try:
@@ -233,9 +241,12 @@ def main():
             image = os.path.join(b.www, key + ".cairn")
             url = f"http://127.0.0.1:{ng.port}/{key}.cairn"
             dc = os.path.join(b.work, "dc-" + key)
-            res = {v: [] for v, _ in VARIANTS}
+            res = {v: [] for v, _ in VARIANTS if v in picked}
+            for warm, empty in (("warm", "empty"), ("owarm", "oempty")):
+                if warm in picked and empty not in picked:
+                    b.one(key, empty, url, image, dc)  # untimed: fills the cache
             for _ in range(args.runs):
-                for v, _ in VARIANTS:  # round-robin: drift spreads evenly
+                for v in res:  # round-robin: drift spreads evenly
                     res[v].append(b.one(key, v, url, image, dc))
             parts.append(report(key, os.path.getsize(image), res, trace_bytes(b, key)))
         load = (f"Run of {started}, {args.runs} runs per figure (medians, min–max), load "
@@ -298,9 +309,11 @@ def report(key, size, res, read):
     out.append("| variant | s (min–max) | × curl, then run | × local file (no delay) | HTTP requests | MiB fetched "
           "| fetched × read | daemon RSS MiB |")
     out.append("|---|---|---|---|---|---|---|---|")
-    curl = med([t for t, _ in res["curl"]])
-    local = med([t for t, _ in res["nodelay"]])
+    curl = med([t for t, _ in res["curl"]]) if "curl" in res else None
+    local = med([t for t, _ in res["nodelay"]]) if "nodelay" in res else None
     for v, label in VARIANTS:
+        if v not in res:
+            continue
         ts = [t for t, _ in res[v]]
         ss = [s for _, s in res[v]]
         req = med([s.get("http_requests", 0) for s in ss]) if v in REMOTE else ""
@@ -309,10 +322,13 @@ def report(key, size, res, read):
         fx = f"{fetched / read:.2f}" if fetched is not None and read else ""
         fm = f"{fetched / 2**20:.1f}" if fetched is not None else (
             f"{size / 2**20:.1f}" if v == "curl" else "")
-        out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {med(ts) / curl:.2f}× "
-              f"| {med(ts) / local:.2f}× | {req} | {fm} | {fx} | {rss:.1f} |")
+        xc = f"{med(ts) / curl:.2f}×" if curl else ""
+        xl = f"{med(ts) / local:.2f}×" if local else ""
+        out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {xc} "
+              f"| {xl} | {req} | {fm} | {fx} | {rss:.1f} |")
     out.append("")
-    out.append(goals(res, read, curl, local))
+    if len(res) == len(VARIANTS):
+        out.append(goals(res, read, curl, local))
     return "\n".join(out)
 
 

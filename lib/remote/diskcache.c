@@ -349,56 +349,78 @@ out:
 }
 
 /* Chunks [first, first+n) are missing: fetch them from below in one request,
- * copy the part the caller asked for and store each chunk. */
+ * copy the part the caller asked for and store each chunk. A run the caller's
+ * buffer holds whole is read straight into it. */
 static int fetch_run(struct dc_bdev *d, uint64_t first, uint64_t n, uint8_t *buf, size_t len,
 		     uint64_t off)
 {
 	uint64_t start = first * d->chunk, end = (first + n) * d->chunk, lo, hi;
+	int inside, rc;
 	uint8_t *tmp;
-	int rc;
 
 	if (end > d->base.size)
 		end = d->base.size;
-	tmp = malloc((size_t)(end - start));
+	inside = start >= off && end <= off + len;
+	tmp = inside ? buf + (start - off) : malloc((size_t)(end - start));
 	if (!tmp)
 		return -ENOMEM;
 	rc = cairn_bdev_read_full(d->base.below, tmp, (size_t)(end - start), start);
 	if (rc == 0) {
 		lo = off > start ? off : start;
 		hi = off + len < end ? off + len : end;
-		memcpy(buf + (lo - off), tmp + (lo - start), (size_t)(hi - lo));
+		if (!inside)
+			memcpy(buf + (lo - off), tmp + (lo - start), (size_t)(hi - lo));
 		for (uint64_t i = 0; i < n; i++)
 			chunk_store(d, first + i, tmp + i * d->chunk);
 		atomic_fetch_add(&d->misses, n);
 	}
-	free(tmp);
+	if (!inside)
+		free(tmp);
 	return rc;
+}
+
+/* Serve chunk i's part of the read from disk: a chunk the read covers whole
+ * is loaded straight into buf (no copy, no buffer to fault in: the segment
+ * cache reads whole aligned chunks), a partial one through *scratch, which is
+ * made on first need. 1 = served, 0 = not on disk (or torn), <0 = error. */
+static int chunk_serve(struct dc_bdev *d, uint64_t i, uint8_t *buf, size_t len, uint64_t off,
+		       uint8_t **scratch)
+{
+	uint64_t cs = i * d->chunk, ce = cs + chunk_len(d, i);
+	uint64_t lo = off > cs ? off : cs, hi = off + len < ce ? off + len : ce;
+
+	if (lo == cs && hi == ce)
+		return chunk_load(d, i, buf + (cs - off));
+	if (!*scratch && !(*scratch = malloc(d->chunk)))
+		return -ENOMEM;
+	if (!chunk_load(d, i, *scratch))
+		return 0;
+	memcpy(buf + (lo - off), *scratch + (lo - cs), (size_t)(hi - lo));
+	return 1;
 }
 
 static ssize_t dc_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct dc_bdev *d = (struct dc_bdev *)dev;
 	uint64_t first = off / d->chunk, last = (off + len - 1) / d->chunk, miss = 0, run = 0;
-	uint8_t *scratch = malloc(d->chunk);
+	uint8_t *scratch = NULL;
 	int rc = 0;
 
-	if (!scratch)
-		return -ENOMEM;
 	for (uint64_t i = first; i <= last && rc == 0; i++) {
-		uint64_t cs = i * d->chunk, lo = off > cs ? off : cs;
-		uint64_t hi = off + len < cs + d->chunk ? off + len : cs + d->chunk;
+		int got = chunk_serve(d, i, buf, len, off, &scratch);
 
-		if (chunk_load(d, i, scratch)) {
-			memcpy((uint8_t *)buf + (lo - off), scratch + (lo - cs), (size_t)(hi - lo));
+		if (got < 0) {
+			rc = got;
+		} else if (got) {
 			atomic_fetch_add(&d->hits, 1);
 			if (run)
 				rc = fetch_run(d, miss, run, buf, len, off);
 			run = 0;
-			continue;
+		} else {
+			if (!run)
+				miss = i;
+			run++;
 		}
-		if (!run)
-			miss = i;
-		run++;
 	}
 	if (rc == 0 && run)
 		rc = fetch_run(d, miss, run, buf, len, off);
