@@ -87,7 +87,9 @@ int cairn_bdev_http_stats(struct cairn_bdev *dev, struct cairn_http_stats *out);
  * then the shared credentials file (AWS_SHARED_CREDENTIALS_FILE or
  * ~/.aws/credentials). Region defaults to us-east-1; the endpoint to
  * https://BUCKET.s3.REGION.amazonaws.com/KEY, and a given endpoint is used path
- * style (ENDPOINT/BUCKET/KEY). Without credentials the request goes unsigned.
+ * style (ENDPOINT/BUCKET/KEY). KEY is escaped into the URL as SigV4's canonical
+ * URI for S3 has it (each byte but A-Z a-z 0-9 - . _ ~ / as %XX, once).
+ * Without credentials the request goes unsigned.
  * The strings are written into `store` (freed with free()). */
 struct cairn_s3_config {
 	const char *endpoint, *region, *profile;

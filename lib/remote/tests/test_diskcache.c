@@ -224,6 +224,36 @@ static void test_key(void **state)
 	cairn_bdev_close(m);
 }
 
+/* Keys go into the URL as SigV4's canonical URI for S3 spells them: each byte
+ * but A-Z a-z 0-9 - . _ ~ / as %XX, once; a key of 3000 bytes fits. */
+static void s3_key_escaping(const struct cairn_s3_config *c)
+{
+	struct cairn_http_origin o;
+	char *store, *url, *want;
+	size_t n = 3000;
+
+	assert_int_equal(cairn_s3_origin("s3://bkt/my dir/a+b%20c~d_e-f.g(1)&=?#\xc3\xa9\xe2\x82\xac",
+					 c, &o, &store), 0);
+	assert_string_equal(o.url, "https://bkt.s3.us-west-2.amazonaws.com/"
+			    "my%20dir/a%2Bb%2520c~d_e-f.g%281%29%26%3D%3F%23%C3%A9%E2%82%AC");
+	free(store);
+	url = malloc(n + 16);
+	want = malloc(3 * n + 64);
+	strcpy(url, "s3://b/");
+	strcpy(want, "https://b.s3.us-west-2.amazonaws.com/");
+	for (size_t i = 0; i < n; i++) {
+		url[7 + i] = '\xff';
+		strcat(want, "%FF");
+	}
+	url[7 + n] = '\0';
+	assert_int_equal(cairn_s3_origin(url, c, &o, &store), 0);
+	assert_string_equal(o.url, want);
+	assert_string_equal(o.session_token, "T");
+	free(store);
+	free(url);
+	free(want);
+}
+
 static void test_s3(void **state)
 {
 	struct fixture *fx = *state;
@@ -255,6 +285,7 @@ static void test_s3(void **state)
 	assert_string_equal(o.userpwd, "PK:PS");
 	assert_string_equal(o.session_token, "T");
 	free(store);
+	s3_key_escaping(&c);
 	assert_int_equal(cairn_s3_origin("s3://bkt", &c, &o, &store), -EINVAL);
 	assert_int_equal(cairn_s3_origin("s3:///k", &c, &o, &store), -EINVAL);
 	assert_true(cairn_url_is_remote("HTTPS://x/y"));
