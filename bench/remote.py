@@ -298,7 +298,9 @@ workload. Side by side, round-robin:
 
 "MiB read by the workload" is the sum of its traced first reads, the floor of
 docs/FORMAT.md; "fetched × read" divides the HTTP body bytes by it. Daemon RSS is the
-peak (VmHWM) at unmount; the segment cache budget is 64 MiB.
+peak (VmHWM) at unmount; the segment cache budget is 64 MiB. Daemon CPU is user + system
+time of all its threads (getrusage at unmount): on a shared machine wall times drift with
+the other load, CPU time much less.
 """
 
 
@@ -307,8 +309,8 @@ def report(key, size, res, read):
     out = [f"\n## {title}, {size / 2**20:.0f} MiB image, "
            f"{read / 2**20:.1f} MiB read by the workload (traced)\n"]
     out.append("| variant | s (min–max) | × curl, then run | × local file (no delay) | HTTP requests | MiB fetched "
-          "| fetched × read | daemon RSS MiB |")
-    out.append("|---|---|---|---|---|---|---|---|")
+          "| fetched × read | daemon RSS MiB | daemon CPU ms |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     curl = med([t for t, _ in res["curl"]]) if "curl" in res else None
     local = med([t for t, _ in res["nodelay"]]) if "nodelay" in res else None
     for v, label in VARIANTS:
@@ -319,13 +321,15 @@ def report(key, size, res, read):
         req = med([s.get("http_requests", 0) for s in ss]) if v in REMOTE else ""
         fetched = med([s.get("http_bytes", 0) for s in ss]) if v in REMOTE else None
         rss = med([s.get("rss_peak_kb", 0) for s in ss]) / 1024
+        cpu = [s["cpu_user_us"] + s["cpu_sys_us"] for s in ss if "cpu_user_us" in s]
+        cpu = f"{med(cpu) / 1000:.0f}" if cpu else ""
         fx = f"{fetched / read:.2f}" if fetched is not None and read else ""
         fm = f"{fetched / 2**20:.1f}" if fetched is not None else (
             f"{size / 2**20:.1f}" if v == "curl" else "")
         xc = f"{med(ts) / curl:.2f}×" if curl else ""
         xl = f"{med(ts) / local:.2f}×" if local else ""
         out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {xc} "
-              f"| {xl} | {req} | {fm} | {fx} | {rss:.1f} |")
+              f"| {xl} | {req} | {fm} | {fx} | {rss:.1f} | {cpu} |")
     out.append("")
     if len(res) == len(VARIANTS):
         out.append(goals(res, read, curl, local))

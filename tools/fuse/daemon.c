@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -77,6 +78,7 @@ static void write_stats(struct daemon *cf)
 	const char *path = cf->stats_path;
 	struct cairn_ns_usage u;
 	uint64_t rss, hwm;
+	struct rusage ru;
 	char tmp[PATH_MAX];
 	FILE *f;
 
@@ -143,6 +145,12 @@ static void write_stats(struct daemon *cf)
 		"\n", u.ram.data_bytes, u.ram.meta_bytes, u.ram.inodes);
 	rss_kb(&rss, &hwm);
 	fprintf(f, "rss_kb %" PRIu64 "\nrss_peak_kb %" PRIu64 "\n", rss, hwm);
+	/* CPU of every thread so far, gone ones included: beside wall time on a
+	 * shared machine, the cost that does not depend on the other load. */
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		fprintf(f, "cpu_user_us %lld\ncpu_sys_us %lld\n",
+			(long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+			(long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
 	if (fclose(f) == 0)
 		rename(tmp, path);
 	else
