@@ -160,6 +160,7 @@ int cairn_s3_origin(const char *s3url, const struct cairn_s3_config *cfg,
 	else
 		n = snprintf(p, need, "https://%.*s.s3.%s.amazonaws.com/%s", (int)blen, bucket,
 			     region, ekey);
+	free(ekey);
 	p += n + 1;
 	need -= (size_t)n + 1;
 	if (!c.id[0])
