@@ -255,8 +255,13 @@ def main():
         text = "\n".join(parts) + "\n" + load + "\n"
         print(text)
         if args.out:
+            keep = ""  # a hand-written "## History" section at the end stays
+            if os.path.exists(args.out):
+                with open(args.out) as f:
+                    old = f.read()
+                keep = old[old.find("\n## History"):] if "\n## History" in old else ""
             with open(args.out, "w") as f:
-                f.write(HEADER + "\n" + text)
+                f.write(HEADER + "\n" + text + keep)
     finally:
         if ng:
             ng.stop()  # before cleanup(), which removes its pid file
