@@ -14,11 +14,14 @@
  * torn by kill -9 or a power loss (short, zero-filled) is deleted and fetched
  * again; leftover tmp files are deleted by the next scan.
  *
- * Bound: every store happens under the lock; when usage plus the new chunk
- * would pass max_bytes, a scan of DIR measures it afresh (a crash can leave the
- * counter stale) and deletes least recently used chunks (by mtime, which a hit
- * refreshes) down to 7/8 of max_bytes, so scans stay rare. DIR therefore never
- * holds more than max_bytes. Two mounts share DIR: stores are serialised by
+ * Bound: every store happens under the lock; a mount's first store, and any
+ * store after which usage would pass max_bytes, scans DIR to measure it afresh
+ * (a crash can leave the counter stale) and deletes least recently used chunks
+ * (by mtime, which a hit refreshes) down to 7/8 of max_bytes, so scans stay
+ * rare. DIR therefore never holds more than max_bytes. Opening reads only the
+ * counter (a lowered budget is met at once): a warm mount that stores nothing
+ * never stats the cache's thousands of files, which after a reboot would each
+ * be a disk read before the first lookup. Two mounts share DIR: stores are serialised by
  * the lock, a chunk already present is not stored twice, and an unlinked chunk
  * stays readable by whoever has it open.
  */
@@ -60,6 +63,7 @@ struct dc_bdev {
 	char key[NAME_MAX + 1];
 	uint64_t max_bytes;
 	size_t chunk;
+	int scanned;                 /* DIR measured by this open (under lock) */
 	pthread_mutex_t lock;        /* the flock is per open file: one thread at a time */
 	atomic_uint_fast64_t hits, misses, stored, evicted, torn, write_errors, used;
 };
@@ -243,8 +247,10 @@ static int rescan(struct dc_bdev *d, uint64_t need)
 			}
 		}
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		usage_set(d, s.total);
+		d->scanned = 1;
+	}
 	scan_free(&s);
 	return rc;
 }
@@ -325,7 +331,7 @@ static void chunk_store(struct dc_bdev *d, uint64_t index, const uint8_t *data)
 	if (fstatat(d->key_fd, name, &st, 0) == 0)
 		goto out; /* another mount or thread stored it */
 	used = usage_get(d);
-	if (used + need > d->max_bytes) {
+	if (!d->scanned || used + need > d->max_bytes) {
 		rc = rescan(d, need);
 		used = usage_get(d);
 		if (rc < 0 || used + need > d->max_bytes)
@@ -517,9 +523,11 @@ int cairn_bdev_diskcache_new(struct cairn_bdev *below, const struct cairn_diskca
 	(void)cairn_bdev_init(&d->base, &dc_ops, below, cairn_bdev_size(below));
 	rc = dc_open_files(d, cfg->dir);
 	if (rc == 0) {
-		/* Measure what earlier runs (or crashes) left, and fit a lowered budget. */
+		/* A lowered budget is met now; otherwise the first store measures. */
 		dir_lock(d);
-		rc = rescan(d, 0);
+		atomic_store(&d->used, usage_get(d));
+		if (atomic_load(&d->used) > d->max_bytes)
+			rc = rescan(d, 0);
 		dir_unlock(d);
 	}
 	if (rc < 0) {
