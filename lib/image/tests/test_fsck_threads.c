@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsck gives the same findings at any thread count (issue 17): an image of
+ * ~20k inodes, built by the mkfs library, with faults spread over every pass and
+ * over many shards (bad records re-sealed so the reader meets them, a metadata
+ * block left with a bad checksum, a changed data byte), is checked on 1, 2, 4
+ * and 7 threads; the reports, byte for byte, and the counts must be equal. A
+ * second image has more problems than fsck lists, so the cut-off is the same
+ * too. Run under TSan by `make tsan-test`.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "hostile.h"
+#include "image/image_int.h"
+
+#define DIRS  20
+#define FILES 1000 /* per directory: 20k inodes, five inode shards and more */
+
+struct log {
+	char *text;
+	size_t len, cap;
+};
+
+static void log_cb(void *ctx, const char *msg)
+{
+	struct log *l = ctx;
+	size_t n = strlen(msg) + 1;
+
+	if (l->len + n + 1 > l->cap) {
+		l->cap = (l->len + n + 1) * 2;
+		l->text = realloc(l->text, l->cap);
+		assert_non_null(l->text);
+	}
+	memcpy(l->text + l->len, msg, n - 1);
+	l->text[l->len + n - 1] = '\n';
+	l->len += n;
+	l->text[l->len] = '\0';
+}
+
+/* dNN/fNNNN (every 97th holds 5000 bytes), dNN/sub/, a hard link, symlinks. */
+static uint8_t *build_big(size_t *len)
+{
+	char dir[] = "/tmp/cairn-fsckj-XXXXXX", p[512], q[512];
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m;
+	struct stat st;
+	uint8_t *buf;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	for (int d = 0; d < DIRS; d++) {
+		snprintf(p, sizeof(p), "%s/d%02d", dir, d);
+		assert_int_equal(mkdir(p, 0755), 0);
+		snprintf(p, sizeof(p), "%s/d%02d/sub", dir, d);
+		assert_int_equal(mkdir(p, 0755), 0);
+		for (int i = 0; i < FILES; i++) {
+			snprintf(p, sizeof(p), "%s/d%02d/f%04d", dir, d, i);
+			hostile_write(p, i % 97 ? 0 : 5000, (unsigned)(d * FILES + i));
+		}
+	}
+	snprintf(p, sizeof(p), "%s/d00/f0001", dir);
+	snprintf(q, sizeof(q), "%s/d01/hard", dir);
+	assert_int_equal(link(p, q), 0);
+	snprintf(q, sizeof(q), "%s/link", dir);
+	assert_int_equal(symlink("d00/f0001", q), 0);
+
+	cairn_mkfs_opts_init(&o);
+	o.set_mtime = 1;
+	o.mtime = 1000;
+	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
+	assert_int_equal(cairn_mkfs_add_tree(m, "/", dir), 0);
+	fd = memfd_create("fsckj-image", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(cairn_mkfs_write_fd(m, fd, "memfd"), 0);
+	cairn_mkfs_free(m);
+	assert_int_equal(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	assert_int_equal(system(p), 0);
+	return buf;
+}
+
+/* The image, built once for all the tests (20k files take a while to write). */
+static uint8_t *g_image;
+static size_t g_len;
+
+static int setup(void **state)
+{
+	(void)state;
+	g_image = build_big(&g_len);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(g_image);
+	return 0;
+}
+
+/* A copy of the image to change. */
+static uint8_t *image_copy(size_t *len)
+{
+	uint8_t *b = malloc(g_len);
+
+	assert_non_null(b);
+	memcpy(b, g_image, g_len);
+	*len = g_len;
+	return b;
+}
+
+static struct cairn_image *open_buf(const uint8_t *buf, size_t len)
+{
+	struct cairn_image *img;
+
+	assert_int_equal(hostile_open(buf, len, NULL, NULL, NULL, &img), 0);
+	return img;
+}
+
+static cairn_ino_t ino_of(struct cairn_image *img, const char *path)
+{
+	cairn_ino_t ino;
+
+	assert_int_equal(cairn_image_resolve(img, path, 0, &ino), 0);
+	return ino;
+}
+
+static struct cairn_disk_dirent *dirent_of(uint8_t *b, struct cairn_image *img, cairn_ino_t dir,
+					   uint64_t i)
+{
+	struct cairn_rinode r;
+
+	assert_int_equal(cairn_image_inode_load(img, dir, &r), 0);
+	assert_true(i < r.data_count);
+	return (struct cairn_disk_dirent *)(b + img->dirent_off +
+					    (r.data_ref + i) * sizeof(struct cairn_disk_dirent));
+}
+
+/* The same text and count at every thread count; returns the count. */
+static long same_at_any_count(const uint8_t *buf, size_t len, unsigned flags, struct log *first)
+{
+	static const unsigned counts[] = { 1, 2, 4, 7 };
+	long n0 = 0;
+
+	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		struct cairn_image *img = open_buf(buf, len);
+		struct log l = { 0 };
+		long n = cairn_image_fsck(img, flags | CAIRN_FSCK_THREADS(counts[k]), log_cb, &l);
+
+		cairn_image_close(img);
+		if (k == 0) {
+			n0 = n;
+			*first = l;
+			continue;
+		}
+		if (n != n0 || (l.len != first->len || (l.len && memcmp(l.text, first->text, l.len))))
+			fail_msg("-j%u: %ld problems, -j1: %ld\n--- -j1:\n%s--- -j%u:\n%s", counts[k],
+				 n, n0, first->text ? first->text : "", counts[k],
+				 l.text ? l.text : "");
+		free(l.text);
+	}
+	return n0;
+}
+
+static void test_clean(void **state)
+{
+	size_t len;
+	uint8_t *buf = image_copy(&len);
+	struct log l;
+
+	(void)state;
+	assert_int_equal(same_at_any_count(buf, len, CAIRN_FSCK_DATA, &l), 0);
+	assert_int_equal(l.len, 0);
+	free(l.text);
+	free(buf);
+}
+
+static void test_faults(void **state)
+{
+	size_t len;
+	uint8_t *buf = image_copy(&len);
+	struct cairn_image *img = open_buf(buf, len);
+	cairn_ino_t d03 = ino_of(img, "/d03"), d07 = ino_of(img, "/d07"), d12 = ino_of(img, "/d12");
+	cairn_ino_t d15sub = ino_of(img, "/d15/sub"), f = ino_of(img, "/d09/f0500");
+	cairn_ino_t d16 = ino_of(img, "/d16"), d16sub = ino_of(img, "/d16/sub");
+	cairn_ino_t big = ino_of(img, "/d18/f0097"), first = ino_of(img, "/d00/f0002");
+	cairn_ino_t last = ino_of(img, "/d19/f0999");
+	struct cairn_disk_dirent *a, *b, t;
+	struct cairn_rinode r;
+	uint64_t blk;
+	struct log l;
+	long n;
+
+	(void)state;
+	/* Inode pass: a link count, a bad mode (the inode is lost), in far shards. */
+	hostile_inode(buf, first)->nlink = cairn_le32(3);
+	hostile_inode(buf, last)->mode = cairn_le32(0170644);
+	/* Walk: two entries of /d03 swapped, a wrong type in /d12, a subdirectory
+	 * pointing elsewhere, /d07 listed a second time from /d12 (the file there
+	 * is then unreachable), /d16/sub listed twice in /d16 (nothing else is
+	 * wrong in that directory: only the merge of the shards can see it). */
+	a = dirent_of(buf, img, d03, 10);
+	b = dirent_of(buf, img, d03, 11);
+	t = *a;
+	a->name_ref = b->name_ref;
+	a->name_len = b->name_len;
+	b->name_ref = t.name_ref;
+	b->name_len = t.name_len;
+	dirent_of(buf, img, d12, 20)->type = DT_DIR;
+	hostile_inode(buf, d15sub)->parent = cairn_le32((uint32_t)d07);
+	a = dirent_of(buf, img, d12, 30);
+	a->ino = cairn_le32((uint32_t)d07);
+	a->type = DT_DIR;
+	a = dirent_of(buf, img, d16, 40);
+	a->ino = cairn_le32((uint32_t)d16sub);
+	a->type = DT_DIR;
+	/* Data: a changed byte of a 5000-byte file. */
+	assert_int_equal(cairn_image_inode_load(img, big, &r), 0);
+	if (!(r.flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS | CAIRN_IF_CHUNKED)))
+		buf[r.data_ref + 100] ^= 0x40;
+	assert_true(cairn_fixup_checksums(buf, len));
+	/* Checksums: the block holding /d09/f0500's inode, left unsealed. */
+	blk = (img->inode_off + f * CAIRN_INODE_SIZE - img->meta_off) / CAIRN_BLOCK_SIZE;
+	buf[img->meta_off + blk * CAIRN_BLOCK_SIZE + 7] ^= 1;
+	cairn_image_close(img);
+
+	n = same_at_any_count(buf, len, CAIRN_FSCK_DATA, &l);
+	assert_true(n >= 8);
+	assert_non_null(strstr(l.text, "checksum mismatch"));
+	assert_non_null(strstr(l.text, "bad mode"));
+	assert_non_null(strstr(l.text, "out of order"));
+	assert_non_null(strstr(l.text, "does not match inode"));
+	assert_non_null(strstr(l.text, "is linked more than once"));
+	assert_non_null(strstr(l.text, "('sub') is linked more than once"));
+	assert_non_null(strstr(l.text, "not reachable"));
+	assert_non_null(strstr(l.text, "link count 3"));
+	assert_non_null(strstr(l.text, "content hash mismatch"));
+	free(l.text);
+	free(buf);
+}
+
+/* More problems than are listed: the same ones are listed at any count. */
+static void test_many(void **state)
+{
+	size_t len;
+	uint8_t *buf = image_copy(&len);
+	struct cairn_image *img = open_buf(buf, len);
+	uint64_t first = (img->inode_off - img->meta_off) / CAIRN_BLOCK_SIZE;
+	uint64_t blocks = (img->inode_count * CAIRN_INODE_SIZE) / CAIRN_BLOCK_SIZE;
+	struct log l;
+	long n;
+
+	(void)state;
+	cairn_image_close(img);
+	for (uint64_t b = first + 1; b < first + blocks; b += 2)
+		buf[cairn_le64(hostile_super(buf)->meta_off) + b * CAIRN_BLOCK_SIZE + 11] ^= 2;
+	n = same_at_any_count(buf, len, 0, &l);
+	assert_true(n > 200);
+	assert_non_null(strstr(l.text, "(further problems are counted, not listed)"));
+	free(l.text);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean),
+		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_many),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
