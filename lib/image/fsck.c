@@ -90,26 +90,41 @@ struct fsck {
 	uint64_t *queue, qlen;     /* directories of the walk, in walk order */
 	struct fsck_link *links;   /* a worker's check_dir: the entries, for merge_dirs */
 	uint64_t nlinks, links_cap;
+	char (*held)[256];   /* while the digest scan runs beside: the reports, for later */
 	uint64_t whys[MAX_REPORTS]; /* hashes of the reader's reasons reported so far */
 	unsigned nwhys;
 	int lost_inodes;     /* some inode could not be loaded: totals cannot match */
 	char buf[256];
 };
 
+/* One problem: counted, and reported (or held) while fewer than MAX_REPORTS were. */
+static void tell(struct fsck *f, const char *msg)
+{
+	f->problems++;
+	if (f->silent || !f->report || f->problems > MAX_REPORTS)
+		return;
+	if (f->held) {
+		snprintf(f->held[f->problems - 1], sizeof(f->held[0]), "%s", msg);
+		return;
+	}
+	f->report(f->ctx, msg);
+	if (f->problems == MAX_REPORTS)
+		f->report(f->ctx, "(further problems are counted, not listed)");
+}
+
 static void problem(struct fsck *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void problem(struct fsck *f, const char *fmt, ...)
 {
 	va_list ap;
 
-	f->problems++;
-	if (f->silent || !f->report || f->problems > MAX_REPORTS)
+	if (f->silent || !f->report || f->problems >= MAX_REPORTS) {
+		f->problems++;
 		return;
+	}
 	va_start(ap, fmt);
 	vsnprintf(f->buf, sizeof(f->buf), fmt, ap);
 	va_end(ap);
-	f->report(f->ctx, f->buf);
-	if (f->problems == MAX_REPORTS)
-		f->report(f->ctx, "(further problems are counted, not listed)");
+	tell(f, f->buf);
 }
 
 /* True when the reader's reason `why` was reported before: one bad metadata
@@ -789,29 +804,89 @@ out:
 	return rc;
 }
 
+/* The digest scan, on this thread or (held set) on its own beside the others. */
+struct digests {
+	struct fsck *f;
+	char (*held)[256];   /* its first MAX_REPORTS problems, reported before the rest */
+	long problems;
+	int rc;
+	pthread_t tid;
+};
+
 static void digest_problem(void *ctx, const char *msg)
 {
-	problem(ctx, "digests: %s", msg);
+	struct digests *d = ctx;
+
+	if (!d->held) {
+		problem(d->f, "digests: %s", msg);
+		return;
+	}
+	if (d->problems < MAX_REPORTS)
+		snprintf(d->held[d->problems], sizeof(d->held[0]), "digests: %s", msg);
+	d->problems++;
 }
 
 /* Every byte against the root digest (include/cairn/verify.h), read from the
  * device under the verify layer: through it a bad granule would only be EIO,
  * and the scan names it. */
-static int check_digests(struct fsck *f)
+static int check_digests(struct digests *d)
 {
-	struct cairn_bdev *dev = cairn_cache_bdev(f->img->cache);
+	struct cairn_bdev *dev = cairn_cache_bdev(d->f->img->cache);
 	struct cairn_bdev *vd = cairn_bdev_verify_find(dev);
 	uint8_t root[CAIRN_DIGEST_LEN];
-	long n;
+	char msg[128];
+	long n = cairn_verify_scan(vd ? vd->below : dev, root, digest_problem, d);
 
-	if (!(f->img->compat & CAIRN_COMPAT_VERITY))
-		return 0;
-	n = cairn_verify_scan(vd ? vd->below : dev, root, digest_problem, f);
 	if (n == -ENODATA || n == -EOPNOTSUPP) {
-		problem(f, "digests: the verity record cannot be used: %s", cairn_strerror((int)n));
+		snprintf(msg, sizeof(msg), "the verity record cannot be used: %s",
+			 cairn_strerror((int)n));
+		digest_problem(d, msg);
 		return 0;
 	}
 	return n < 0 ? (int)n : 0;
+}
+
+static void *digest_main(void *arg)
+{
+	struct digests *d = arg;
+
+	d->rc = check_digests(d);
+	return NULL;
+}
+
+/* On more than one thread the scan (SHA-256 of the whole image) runs beside the
+ * other checks, which hold their reports meanwhile. 1 when it was started. */
+static int start_digests(struct fsck *f, struct digests *d)
+{
+	if (f->threads < 2)
+		return 0;
+	d->held = calloc(MAX_REPORTS, sizeof(d->held[0]));
+	f->held = calloc(MAX_REPORTS, sizeof(f->held[0]));
+	if (d->held && f->held && !pthread_create(&d->tid, NULL, digest_main, d))
+		return 1;
+	free(d->held);
+	free(f->held);
+	d->held = f->held = NULL;
+	return 0;
+}
+
+/* The scan's reports, then the held ones, as one thread makes them; when the scan
+ * failed, the checks after it would not have run: theirs are dropped. */
+static int finish_digests(struct fsck *f, struct digests *d)
+{
+	char (*mine)[256] = f->held;
+	long n = f->problems;
+
+	pthread_join(d->tid, NULL);
+	f->held = NULL;
+	f->problems = 0;
+	for (long i = 0; i < d->problems; i++)
+		tell(f, i < MAX_REPORTS ? d->held[i] : "");
+	for (long i = 0; !d->rc && i < n; i++)
+		tell(f, i < MAX_REPORTS ? mine[i] : "");
+	free(mine);
+	free(d->held);
+	return d->rc;
 }
 
 /* CAIRN_FSCK_THREADS(n), or one per online CPU. */
@@ -827,7 +902,8 @@ static unsigned thread_count(unsigned flags)
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx)
 {
 	struct fsck f = { .img = img, .report = report, .ctx = ctx, .flags = flags };
-	int rc;
+	struct digests d = { .f = &f };
+	int rc, beside = 0;
 
 	f.threads = thread_count(flags);
 	f.refs = calloc((size_t)img->inode_count, sizeof(uint32_t));
@@ -843,8 +919,9 @@ long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb r
 	rc = check_block0(&f);
 	/* First, so that a bad granule is named here: the checks after this read
 	 * through the verify device, where it is only an error. */
-	if (!rc && (flags & CAIRN_FSCK_DIGESTS))
-		rc = check_digests(&f);
+	if (!rc && (flags & CAIRN_FSCK_DIGESTS) && (img->compat & CAIRN_COMPAT_VERITY) &&
+	    !(beside = start_digests(&f, &d)))
+		rc = check_digests(&d);
 	if (!rc)
 		rc = check_checksums(&f);
 	if (!rc)
@@ -853,6 +930,11 @@ long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb r
 		rc = check_inodes(&f);
 	if (!rc)
 		rc = check_tree(&f);
+	if (beside) {
+		int drc = finish_digests(&f, &d);
+
+		rc = drc ? drc : rc;
+	}
 	if (rc == -CAIRN_EDIGEST) {
 		problem(&f, "checks stopped at bytes that do not match the digests");
 		rc = 0;
