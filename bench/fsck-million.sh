@@ -27,20 +27,9 @@ done
 tree=/var/tmp/cairn-bench-trees/files-$n
 img=$WORK/files-$n.cairn
 mkdir -p "$WORK"
-if [ ! -e "$tree/.complete" ]; then
-  echo "generating $n empty files in $tree (once)" >&2
-  python3 - "$tree" "$n" <<'EOF'
-import os, shutil, sys
-d, n, per = sys.argv[1], int(sys.argv[2]), 1000
-shutil.rmtree(d, ignore_errors=True)
-for i in range(0, n, per):
-    sub = os.path.join(d, f"d{i // per:04d}")
-    os.makedirs(sub)
-    for j in range(min(per, n - i)):
-        os.close(os.open(os.path.join(sub, f"f{j:04d}"), os.O_CREAT | os.O_WRONLY, 0o644))
-open(os.path.join(d, ".complete"), "w").close()
-EOF
-fi
+# bench.py's own generator (it keeps the tree for bench.py and the next run).
+[ -e "$tree/.complete" ] ||
+  python3 -c "import sys; sys.path.insert(0, '$(dirname "$0")'); import bench; bench.Bench.make_tree(None, $n)"
 [ -e "$img" ] || "$CAIRN" mkfs -q "$tree" "$img"
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs${fifo:+, chrt -f 50}"

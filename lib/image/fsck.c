@@ -211,6 +211,16 @@ static void *pass_worker(void *arg)
 	return NULL;
 }
 
+/* A clean shard of chunks or inodes: its totals. */
+static int merge_counts(struct fsck *f, struct fsck *w)
+{
+	f->files += w->files;
+	f->bytes += w->bytes;
+	f->stored += w->stored;
+	f->logical += w->logical;
+	return 0;
+}
+
 /* The shard's range [lo, hi) of the pass. */
 static void shard_range(const struct pass *p, uint64_t i, uint64_t *lo, uint64_t *hi)
 {
@@ -502,13 +512,6 @@ static int check_chunk_range(struct fsck *f, uint64_t lo, uint64_t hi)
 	return rc;
 }
 
-static int merge_chunks(struct fsck *f, struct fsck *w)
-{
-	f->stored += w->stored;
-	f->logical += w->logical;
-	return 0;
-}
-
 /* Every chunk of a compressed image: its record, that it decompresses to its
  * length, and that no two chunks' stored bytes overlap. The records are held
  * for the overlap check: 24 bytes per chunk, bounded by the metadata size. */
@@ -525,7 +528,7 @@ static int check_chunks(struct fsck *f)
 	if (!v)
 		return -ENOMEM;
 	f->chunks = v;
-	rc = run_pass(f, &(struct pass){ check_chunk_range, merge_chunks, 0, img->chunk_count,
+	rc = run_pass(f, &(struct pass){ check_chunk_range, merge_counts, 0, img->chunk_count,
 					SHARD_CHUNKS });
 	f->chunks = NULL;
 	if (!rc && (f->stored != cairn_le64(img->zraw.stored_bytes) ||
@@ -595,17 +598,10 @@ static int check_inode_range(struct fsck *f, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-static int merge_inodes(struct fsck *f, struct fsck *w)
-{
-	f->files += w->files;
-	f->bytes += w->bytes;
-	return 0;
-}
-
 static int check_inodes(struct fsck *f)
 {
 	struct cairn_image *img = f->img;
-	int rc = run_pass(f, &(struct pass){ check_inode_range, merge_inodes, 1, img->inode_count,
+	int rc = run_pass(f, &(struct pass){ check_inode_range, merge_counts, 1, img->inode_count,
 					    SHARD_INODES });
 
 	if (rc || f->lost_inodes)
