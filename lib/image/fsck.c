@@ -13,13 +13,15 @@
  * directories, all bounded by inode_count, which the superblock check bounded by
  * the image.
  *
- * Threads (CAIRN_FSCK_THREADS): each pass (metadata blocks, chunks, inodes, one
- * level of the walk) is cut into fixed shards. Workers run the shards silently:
- * they count problems and name none, as the reader's reason for a corruption is
- * one per image. Then, in shard order, a clean shard's results are merged and a
- * shard with any problem is run again on this thread, with the reports. One thread
- * runs every shard that way, so the findings and their order do not depend on the
+ * Threads (CAIRN_FSCK_THREADS): the passes over metadata blocks, chunks and
+ * inodes are cut into fixed shards. Workers run the shards silently: they count
+ * problems and name none, as the reader's reason for a corruption is one per
+ * image. Then, in shard order, a clean shard's totals are merged and a shard with
+ * any problem is run again on this thread, with the reports. One thread runs
+ * every shard that way, so the findings and their order do not depend on the
  * thread count: a shard's report depends only on what came before it in order.
+ * The digest scan runs beside the passes, which hold their reports until it is
+ * done and its own are given; the walk runs on this thread (check_tree).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -56,19 +58,12 @@
 #define SHARD_BLOCKS 256u  /* metadata blocks (1 MiB) */
 #define SHARD_CHUNKS 64u   /* compressed chunks (up to 64 MiB decompressed with --data) */
 #define SHARD_INODES 4096u
-#define SHARD_DIRS   16u   /* directories of one level of the walk */
 #define MAX_THREADS  256u
 
 /* state[] bits per inode */
 #define ST_LOADED 1u  /* the inode loaded and passed its checks */
 #define ST_QUEUED 2u  /* queued as a directory of the walk */
-#define ST_SEEN   4u  /* merge_dirs: met in the shard being merged */
 #define ST_DTYPE_SHIFT 4 /* bits 4..7: its DT_* type */
-
-/* One entry of a directory, as a worker's check_dir saw it (merge_dirs). */
-struct fsck_link {
-	uint32_t dir, ino;
-};
 
 struct fsck {
 	struct cairn_image *img;
@@ -88,8 +83,6 @@ struct fsck {
 	uint64_t stored, logical;  /* chunk totals (check_chunks) */
 	struct cairn_rchunk *chunks; /* per chunk (check_chunks); stored_len 0: none */
 	uint64_t *queue, qlen;     /* directories of the walk, in walk order */
-	struct fsck_link *links;   /* a worker's check_dir: the entries, for merge_dirs */
-	uint64_t nlinks, links_cap;
 	char (*held)[256];   /* while the digest scan runs beside: the reports, for later */
 	uint64_t whys[MAX_REPORTS]; /* hashes of the reader's reasons reported so far */
 	unsigned nwhys;
@@ -173,11 +166,10 @@ static void problem_rc(struct fsck *f, int rc, const char *what)
 }
 
 /* One pass cut into shards [lo, hi) of `step` items: run() checks a shard into
- * f; merge() adds a worker's clean shard (its copy w) to f, or returns 1 when
- * the shard shows a problem after all, to be run again (NULL: nothing to add). */
+ * f; merge() adds a worker's clean shard (its copy w) to f (NULL: nothing to add). */
 struct pass {
 	int (*run)(struct fsck *f, uint64_t lo, uint64_t hi);
-	int (*merge)(struct fsck *f, struct fsck *w);
+	void (*merge)(struct fsck *f, const struct fsck *w);
 	uint64_t lo, hi, step;
 };
 
@@ -212,13 +204,12 @@ static void *pass_worker(void *arg)
 }
 
 /* A clean shard of chunks or inodes: its totals. */
-static int merge_counts(struct fsck *f, struct fsck *w)
+static void merge_counts(struct fsck *f, const struct fsck *w)
 {
 	f->files += w->files;
 	f->bytes += w->bytes;
 	f->stored += w->stored;
 	f->logical += w->logical;
-	return 0;
 }
 
 /* The shard's range [lo, hi) of the pass. */
@@ -258,8 +249,6 @@ static int run_parallel(struct fsck *f, const struct pass *p, struct shard *s, u
 		s[i].w.silent = 1;
 		s[i].w.problems = 0;
 		s[i].w.files = s[i].w.bytes = s[i].w.stored = s[i].w.logical = 0;
-		s[i].w.links = NULL;
-		s[i].w.nlinks = s[i].w.links_cap = 0;
 		shard_range(p, i, &s[i].lo, &s[i].hi);
 	}
 	atomic_init(&pl.next, 0);
@@ -272,13 +261,14 @@ static int run_parallel(struct fsck *f, const struct pass *p, struct shard *s, u
 	for (unsigned t = 1; t <= started; t++)
 		pthread_join(tid[t], NULL);
 	for (uint64_t i = 0; i < n && !rc; i++) {
-		if (s[i].rc || s[i].w.problems || (p->merge && p->merge(f, &s[i].w))) {
-			clear_why(f->img);
-			rc = p->run(f, s[i].lo, s[i].hi);
+		if (!s[i].rc && !s[i].w.problems) {
+			if (p->merge)
+				p->merge(f, &s[i].w);
+			continue;
 		}
+		clear_why(f->img);
+		rc = p->run(f, s[i].lo, s[i].hi);
 	}
-	for (uint64_t i = 0; i < n; i++)
-		free(s[i].w.links);
 	return rc;
 }
 
@@ -622,22 +612,6 @@ static unsigned dtype_of(const struct fsck *f, uint32_t ino)
 	return f->state[ino] >> ST_DTYPE_SHIFT;
 }
 
-/* A worker's check_dir keeps an entry for merge_dirs instead of counting it. */
-static int note_link(struct fsck *f, cairn_ino_t dir, uint32_t ino)
-{
-	if (f->nlinks == f->links_cap) {
-		uint64_t cap = f->links_cap ? f->links_cap * 2 : 1024;
-		struct fsck_link *l = realloc(f->links, (size_t)cap * sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		f->links = l;
-		f->links_cap = cap;
-	}
-	f->links[f->nlinks++] = (struct fsck_link){ (uint32_t)dir, ino };
-	return 0;
-}
-
 /* Subdirectory ino listed in dir: counted, and queued unless it was before. */
 static void link_dir(struct fsck *f, cairn_ino_t dir, uint32_t ino, const char *name)
 {
@@ -682,9 +656,7 @@ static int check_dir(struct fsck *f, cairn_ino_t dir)
 		}
 		memcpy(prev, e.name, e.name_len);
 		prev_len = e.name_len;
-		if (f->silent && (rc = note_link(f, dir, e.ino)))
-			return rc;
-		if (!f->silent && f->refs[e.ino] < UINT32_MAX)
+		if (f->refs[e.ino] < UINT32_MAX)
 			f->refs[e.ino]++;
 		if (!(f->state[e.ino] & ST_LOADED))
 			continue; /* the inode itself was reported */
@@ -696,56 +668,15 @@ static int check_dir(struct fsck *f, cairn_ino_t dir)
 		if (f->parent[e.ino] != dir)
 			problem(f, "directory %u ('%s'): parent %u, but it is listed in %llu", e.ino,
 				e.name, f->parent[e.ino], d);
-		if (!f->silent) /* a worker cannot see this level's other shards */
-			link_dir(f, dir, e.ino, e.name);
+		link_dir(f, dir, e.ino, e.name);
 	}
 	return 0;
 }
 
-static int check_dir_range(struct fsck *f, uint64_t lo, uint64_t hi)
-{
-	for (uint64_t i = lo; i < hi; i++) {
-		int rc = check_dir(f, f->queue[i]);
-
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* A worker's clean shard of directories: what check_dir would have counted and
- * queued, in the same order, unless a subdirectory was queued already (here or
- * before): that is "linked more than once", named when the shard runs again. */
-static int merge_dirs(struct fsck *f, struct fsck *w)
-{
-	int twice = 0;
-
-	for (uint64_t i = 0; i < w->nlinks; i++) {
-		uint32_t ino = w->links[i].ino;
-
-		if ((f->state[ino] & ST_LOADED) && dtype_of(f, ino) == DT_DIR) {
-			twice |= (f->state[ino] & (ST_QUEUED | ST_SEEN)) != 0;
-			f->state[ino] |= ST_SEEN;
-		}
-	}
-	for (uint64_t i = 0; i < w->nlinks; i++)
-		f->state[w->links[i].ino] &= (uint8_t)~ST_SEEN;
-	if (twice)
-		return 1;
-	for (uint64_t i = 0; i < w->nlinks; i++) {
-		uint32_t ino = w->links[i].ino;
-
-		if (f->refs[ino] < UINT32_MAX)
-			f->refs[ino]++;
-		if ((f->state[ino] & ST_LOADED) && dtype_of(f, ino) == DT_DIR)
-			link_dir(f, w->links[i].dir, ino, "");
-	}
-	return 0;
-}
-
-/* Breadth-first from the root, a level at a time; each directory is queued at
- * most once, so the queue never holds more than inode_count entries and cycles
- * end. */
+/* Breadth-first from the root; each directory is queued at most once, so the
+ * queue never holds more than inode_count entries and cycles end. On one thread:
+ * two threads were slower (docs/bench/million.md), as nearly every entry's name
+ * is read from the same few cached segments, whose locks they then share. */
 static int check_tree(struct fsck *f)
 {
 	struct cairn_image *img = f->img;
@@ -772,12 +703,8 @@ static int check_tree(struct fsck *f)
 		problem(f, "root directory: parent %u, not itself", r.parent);
 	f->state[img->root_ino] |= ST_QUEUED;
 	f->queue[f->qlen++] = img->root_ino;
-	while (!rc && head < f->qlen) {
-		uint64_t end = f->qlen;
-
-		rc = run_pass(f, &(struct pass){ check_dir_range, merge_dirs, head, end, SHARD_DIRS });
-		head = end;
-	}
+	while (!rc && head < f->qlen)
+		rc = check_dir(f, f->queue[head++]);
 	for (cairn_ino_t ino = 1; !rc && ino < img->inode_count; ino++) {
 		if (!(f->state[ino] & ST_LOADED))
 			continue;

@@ -205,8 +205,7 @@ static void test_faults(void **state)
 	hostile_inode(buf, last)->mode = cairn_le32(0170644);
 	/* Walk: two entries of /d03 swapped, a wrong type in /d12, a subdirectory
 	 * pointing elsewhere, /d07 listed a second time from /d12 (the file there
-	 * is then unreachable), /d16/sub listed twice in /d16 (nothing else is
-	 * wrong in that directory: only the merge of the shards can see it). */
+	 * is then unreachable), /d16/sub listed twice in /d16. */
 	a = dirent_of(buf, img, d03, 10);
 	b = dirent_of(buf, img, d03, 11);
 	t = *a;
