@@ -4,7 +4,8 @@
  * ~20k inodes, built by the mkfs library, with faults spread over every pass and
  * over many shards (bad records re-sealed so the reader meets them, a metadata
  * block left with a bad checksum, a changed data byte), is checked on 1, 2, 4
- * and 7 threads (the digest scan beside the other checks from 2 on); the
+ * and 7 threads (the digest scan beside the other checks from 2 on), and a
+ * compressed one with bad chunks; the
  * reports, byte for byte, and the counts must be equal. A
  * second image has more problems than fsck lists, so the cut-off is the same
  * too. Run under TSan by `make tsan-test`.
@@ -19,6 +20,7 @@
 
 #define DIRS  20
 #define FILES 1000 /* per directory: 20k inodes, five inode shards and more */
+#define BIG   40000 /* bytes in every 97th file: 660 chunks of 16 KiB compressed */
 
 struct log {
 	char *text;
@@ -41,17 +43,11 @@ static void log_cb(void *ctx, const char *msg)
 	l->text[l->len] = '\0';
 }
 
-/* dNN/fNNNN (every 97th holds 5000 bytes), dNN/sub/, a hard link, symlinks. */
-static uint8_t *build_big(size_t *len)
+/* dNN/fNNNN (every 97th holds BIG bytes), dNN/sub/, a hard link, a symlink. */
+static void make_tree(const char *dir)
 {
-	char dir[] = "/tmp/cairn-fsckj-XXXXXX", p[512], q[512];
-	struct cairn_mkfs_opts o;
-	struct cairn_mkfs *m;
-	struct stat st;
-	uint8_t *buf;
-	int fd;
+	char p[512], q[512];
 
-	assert_non_null(mkdtemp(dir));
 	for (int d = 0; d < DIRS; d++) {
 		snprintf(p, sizeof(p), "%s/d%02d", dir, d);
 		assert_int_equal(mkdir(p, 0755), 0);
@@ -59,7 +55,7 @@ static uint8_t *build_big(size_t *len)
 		assert_int_equal(mkdir(p, 0755), 0);
 		for (int i = 0; i < FILES; i++) {
 			snprintf(p, sizeof(p), "%s/d%02d/f%04d", dir, d, i);
-			hostile_write(p, i % 97 ? 0 : 5000, (unsigned)(d * FILES + i));
+			hostile_write(p, i % 97 ? 0 : BIG, (unsigned)(d * FILES + i));
 		}
 	}
 	snprintf(p, sizeof(p), "%s/d00/f0001", dir);
@@ -67,10 +63,22 @@ static uint8_t *build_big(size_t *len)
 	assert_int_equal(link(p, q), 0);
 	snprintf(q, sizeof(q), "%s/link", dir);
 	assert_int_equal(symlink("d00/f0001", q), 0);
+}
+
+/* The image of dir, compressed in 16 KiB chunks with codec (or not). */
+static uint8_t *build(const char *dir, unsigned codec, size_t *len)
+{
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m;
+	struct stat st;
+	uint8_t *buf;
+	int fd;
 
 	cairn_mkfs_opts_init(&o);
 	o.set_mtime = 1;
 	o.mtime = 1000;
+	o.codec = codec;
+	o.chunk_log2 = codec ? 14 : 0;
 	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
 	assert_int_equal(cairn_mkfs_add_tree(m, "/", dir), 0);
 	fd = memfd_create("fsckj-image", MFD_CLOEXEC);
@@ -83,19 +91,24 @@ static uint8_t *build_big(size_t *len)
 	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
 	close(fd);
 	*len = (size_t)st.st_size;
-	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
-	assert_int_equal(system(p), 0);
 	return buf;
 }
 
-/* The image, built once for all the tests (20k files take a while to write). */
-static uint8_t *g_image;
-static size_t g_len;
+/* The images, built once for all the tests (20k files take a while to write). */
+static uint8_t *g_image, *g_zimage;
+static size_t g_len, g_zlen;
 
 static int setup(void **state)
 {
+	char dir[] = "/tmp/cairn-fsckj-XXXXXX", rm[64];
+
 	(void)state;
-	g_image = build_big(&g_len);
+	assert_non_null(mkdtemp(dir));
+	make_tree(dir);
+	g_image = build(dir, CAIRN_MKFS_NONE, &g_len);
+	g_zimage = build(dir, CAIRN_MKFS_ZSTD, &g_zlen);
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
+	assert_int_equal(system(rm), 0);
 	return 0;
 }
 
@@ -103,18 +116,24 @@ static int teardown(void **state)
 {
 	(void)state;
 	free(g_image);
+	free(g_zimage);
 	return 0;
 }
 
-/* A copy of the image to change. */
-static uint8_t *image_copy(size_t *len)
+/* A copy of an image to change. */
+static uint8_t *copy_of(const uint8_t *img, size_t len)
 {
-	uint8_t *b = malloc(g_len);
+	uint8_t *b = malloc(len);
 
 	assert_non_null(b);
-	memcpy(b, g_image, g_len);
-	*len = g_len;
+	memcpy(b, img, len);
 	return b;
+}
+
+static uint8_t *image_copy(size_t *len)
+{
+	*len = g_len;
+	return copy_of(g_image, g_len);
 }
 
 static struct cairn_image *open_buf(const uint8_t *buf, size_t len)
@@ -221,7 +240,7 @@ static void test_faults(void **state)
 	a = dirent_of(buf, img, d16, 40);
 	a->ino = cairn_le32((uint32_t)d16sub);
 	a->type = DT_DIR;
-	/* Data: a changed byte of a 5000-byte file. */
+	/* Data: a changed byte of a big file. */
 	assert_int_equal(cairn_image_inode_load(img, big, &r), 0);
 	if (!(r.flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS | CAIRN_IF_CHUNKED)))
 		buf[r.data_ref + 100] ^= 0x40;
@@ -242,6 +261,34 @@ static void test_faults(void **state)
 	assert_non_null(strstr(l.text, "('sub') is linked more than once"));
 	assert_non_null(strstr(l.text, "not reachable"));
 	assert_non_null(strstr(l.text, "link count 3"));
+	assert_non_null(strstr(l.text, "content hash mismatch"));
+	free(l.text);
+	free(buf);
+}
+
+/* A compressed image with bad chunks in several chunk shards. */
+static void test_chunks(void **state)
+{
+	uint8_t *buf = copy_of(g_zimage, g_zlen);
+	struct cairn_image *img = open_buf(buf, g_zlen);
+	uint64_t count = img->chunk_count;
+	struct cairn_rchunk c;
+	struct log l;
+	long n;
+
+	(void)state;
+	assert_true(count > 3 * 64);
+	/* Spread over the chunk shards: the frame's first byte of some (a decoding
+	 * error), a byte in the middle of others (wrong bytes: content hashes). */
+	for (uint64_t i = 3, k = 0; i < count; i += count / 7, k++) {
+		assert_int_equal(cairn_image_chunk_load(img, i, &c), 0);
+		if (c.stored_len && c.stored_len < c.ulen)
+			buf[c.disk_off + (k % 2 ? c.stored_len / 2 : 0)] ^= 0x55;
+	}
+	cairn_image_close(img);
+	n = same_at_any_count(buf, g_zlen, CAIRN_FSCK_DATA, &l);
+	assert_true(n >= 5);
+	assert_non_null(strstr(l.text, "chunk "));
 	assert_non_null(strstr(l.text, "content hash mismatch"));
 	free(l.text);
 	free(buf);
@@ -274,6 +321,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_chunks),
 		cmocka_unit_test(test_many),
 	};
 
