@@ -4,9 +4,11 @@
 # for each N given, the counts alternated run by run, medians of RUNS runs.
 # N = 0 runs without -j (the default count). -b adds a row for another cairn
 # (say main's build), run without -j in the same alternation: before and after
-# side by side.
+# side by side. -x passes more options to every fsck (say "--direct": each
+# device read goes to the disk, not the page cache: a cold image).
 #
-#   bench/fsck-million.sh [-r RUNS] [-j "1 2"] [-n FILES] [-b BASE_CAIRN] [--data] [--fifo]
+#   bench/fsck-million.sh [-r RUNS] [-j "1 2"] [-n FILES] [-b BASE_CAIRN] [-x "FSCK ARGS"]
+#                         [--data] [--fifo]
 #
 # The tree is bench.py's make_tree layout (dNNNN/fNNNN, 1000 empty files per
 # directory) in /var/tmp/cairn-bench-trees/files-N, generated once and shared
@@ -16,7 +18,7 @@
 set -eu
 CAIRN=${CAIRN:-build/cairn}
 WORK=${WORK:-/var/tmp/cairn-bench-fsck}
-runs=5 counts="1 2" n=1000000 data= fifo= base=
+runs=5 counts="1 2" n=1000000 data= fifo= base= extra=
 while [ $# -gt 0 ]; do
   case $1 in
     -r) runs=$2; shift 2 ;;
@@ -24,8 +26,9 @@ while [ $# -gt 0 ]; do
     -n) n=$2; shift 2 ;;
     -b) base=$2; shift 2 ;;
     --data) data=--data; shift ;;
+    -x) extra=$2; shift 2 ;;
     --fifo) fifo="chrt -f 50"; shift ;;
-    *) echo "usage: $0 [-r RUNS] [-j \"1 2\"] [-n FILES] [-b BASE_CAIRN] [--data] [--fifo]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-r RUNS] [-j \"1 2\"] [-n FILES] [-b BASE_CAIRN] [-x ARGS] [--data] [--fifo]" >&2; exit 2 ;;
   esac
 done
 tree=/var/tmp/cairn-bench-trees/files-$n
@@ -43,7 +46,7 @@ out=$WORK/runs.txt
 # run LABEL CAIRN JARG: one fsck, one line of $out.
 run() {
   # shellcheck disable=SC2086
-  $fifo /usr/bin/time -f "time %e %U %S %M" "$2" fsck -q --stats $data $3 "$img" \
+  $fifo /usr/bin/time -f "time %e %U %S %M" "$2" fsck -q --stats $data $extra $3 "$img" \
     > /dev/null 2> "$WORK/err" || { cat "$WORK/err"; exit 1; }
   t=$(grep '^time ' "$WORK/err")
   dev=$(grep '^device:' "$WORK/err" | sed 's/device: \([0-9]*\) requests, \([0-9]*\) bytes.*/\1 \2/')
