@@ -65,35 +65,6 @@ static void make_tree(const char *dir)
 	assert_int_equal(symlink("d00/f0001", q), 0);
 }
 
-/* The image of dir, compressed in 16 KiB chunks with codec (or not). */
-static uint8_t *build(const char *dir, unsigned codec, size_t *len)
-{
-	struct cairn_mkfs_opts o;
-	struct cairn_mkfs *m;
-	struct stat st;
-	uint8_t *buf;
-	int fd;
-
-	cairn_mkfs_opts_init(&o);
-	o.set_mtime = 1;
-	o.mtime = 1000;
-	o.codec = codec;
-	o.chunk_log2 = codec ? 14 : 0;
-	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
-	assert_int_equal(cairn_mkfs_add_tree(m, "/", dir), 0);
-	fd = memfd_create("fsckj-image", MFD_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(cairn_mkfs_write_fd(m, fd, "memfd"), 0);
-	cairn_mkfs_free(m);
-	assert_int_equal(fstat(fd, &st), 0);
-	buf = malloc((size_t)st.st_size);
-	assert_non_null(buf);
-	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*len = (size_t)st.st_size;
-	return buf;
-}
-
 /* The images, built once for all the tests (20k files take a while to write). */
 static uint8_t *g_image, *g_zimage;
 static size_t g_len, g_zlen;
@@ -105,8 +76,8 @@ static int setup(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	make_tree(dir);
-	g_image = build(dir, CAIRN_MKFS_NONE, &g_len);
-	g_zimage = build(dir, CAIRN_MKFS_ZSTD, &g_zlen);
+	g_image = hostile_mkfs(dir, CAIRN_MKFS_NONE, 0, &g_len);
+	g_zimage = hostile_mkfs(dir, CAIRN_MKFS_ZSTD, 14, &g_zlen); /* 16 KiB chunks */
 	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
 	assert_int_equal(system(rm), 0);
 	return 0;
