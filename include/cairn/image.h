@@ -174,6 +174,9 @@ int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, co
 #define CAIRN_FSCK_DATA 1u
 /* Images with digests: every granule against the digest table (reads the image). */
 #define CAIRN_FSCK_DIGESTS 2u
+/* Check on n threads (1..256); without it (n = 0), one per online CPU. The
+ * findings, their order and the count are the same at any n. */
+#define CAIRN_FSCK_THREADS(n) (((unsigned)(n) & 0x1ffu) << 8)
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 

@@ -41,6 +41,37 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
 		abort();
 }
 
+/* The image of the tree at dir (times 1000), compressed in chunks of
+ * 2^chunk_log2 bytes with codec (0: the default). Returns a malloc'd image;
+ * *len its size. */
+static inline uint8_t *hostile_mkfs(const char *dir, unsigned codec, unsigned chunk_log2,
+				    size_t *len)
+{
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m;
+	struct stat st;
+	uint8_t *buf;
+	int fd;
+
+	cairn_mkfs_opts_init(&o);
+	o.set_mtime = 1;
+	o.mtime = 1000;
+	o.codec = codec;
+	o.chunk_log2 = chunk_log2;
+	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
+		abort();
+	fd = memfd_create("hostile-image", MFD_CLOEXEC);
+	if (fd < 0 || cairn_mkfs_write_fd(m, fd, "memfd") || fstat(fd, &st))
+		abort();
+	cairn_mkfs_free(m);
+	buf = malloc((size_t)st.st_size);
+	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+		abort();
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
 /* The tree: /small (inline), /big (300 KiB), /dir/mid (9000 B), /dir/sub/deep,
  * /sparse (1 MiB with two data runs), /link -> dir/mid, /hard = /big's twin
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
@@ -49,9 +80,6 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
 static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
 {
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
-	struct cairn_mkfs_opts o;
-	struct cairn_mkfs *m;
-	struct stat st;
 	uint8_t *buf;
 	int fd;
 
@@ -80,22 +108,7 @@ static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned ch
 	(void)setxattr(P("small"), "user.a", "value-a", 7, 0);
 	(void)setxattr(P("small"), "user.b", "", 0, 0);
 
-	cairn_mkfs_opts_init(&o);
-	o.set_mtime = 1;
-	o.mtime = 1000;
-	o.codec = codec;
-	o.chunk_log2 = chunk_log2;
-	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
-		abort();
-	fd = memfd_create("hostile-image", MFD_CLOEXEC);
-	if (fd < 0 || cairn_mkfs_write_fd(m, fd, "memfd") || fstat(fd, &st))
-		abort();
-	cairn_mkfs_free(m);
-	buf = malloc((size_t)st.st_size);
-	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
-		abort();
-	close(fd);
-	*len = (size_t)st.st_size;
+	buf = hostile_mkfs(dir, codec, chunk_log2, len);
 	/* Remove the tree now: the test only needs the bytes. */
 	unlink(P("dir/sub/deep"));
 	rmdir(P("dir/sub"));
