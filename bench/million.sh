@@ -3,7 +3,7 @@
 # `find` over a million files (issue 17): cairn beside squashfuse_ll, and kernel
 # squashfs and EROFS for reference.
 #
-#   bench/million.sh [-r RUNS] [-b BUILD] [--rebuild]
+#   bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]
 #
 # The tree (1,000,000 empty files, 1000 per directory, the same as bench.py's
 # "files" section) and the peer images are made once and kept in
@@ -14,18 +14,24 @@
 #   find MNT | wc -l                   names only (READDIR, d_type)
 #   find MNT -type f -size 0 | wc -l   every entry stat'ed (READDIRPLUS / LOOKUP)
 # Prints one line per run and a median table (seconds, daemon RSS in MiB after the
-# walk). Needs root. Everything it mounts is unmounted on exit.
+# walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
+# `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
+# other builds on a shared machine.
 set -eu
 
 runs=3
 build=build
 rebuild=0
+walks="names stat"
+only=
 while [ $# -gt 0 ]; do
   case "$1" in
     -r) runs=$2; shift 2 ;;
     -b) build=$2; shift 2 ;;
+    -w) case "$2" in both) walks="names stat" ;; names|stat) walks=$2 ;; *) exit 2 ;; esac; shift 2 ;;
+    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"
     --rebuild) rebuild=1; shift ;;
-    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [--rebuild]" >&2; exit 2 ;;
+    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,6 +82,7 @@ if command -v mkfs.erofs >/dev/null; then
   systems="$systems erofs"
 fi
 
+[ -z "$only" ] || systems=$only
 work=$(mktemp -d /dev/shm/cairn-million.XXXXXX)
 mnt=$work/mnt
 mkdir -p "$mnt"
@@ -106,8 +113,8 @@ wait_mount() {
 }
 mount_sys() {
   case "$1" in
-    cairn) "$cairn" mount -f "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
-    squashfuse_ll) squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    cairn) $chrt "$cairn" mount -f "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
   esac
@@ -119,17 +126,18 @@ rss_mib() {
 }
 now_ns() { date +%s%N; }
 
+chrt=${BENCH_CHRT-chrt -f 50}
 out=$work/runs
 : > "$out"
 echo "million: $runs cold runs per system and walk; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in $(seq "$runs"); do
   for s in $systems; do
-    for w in names stat; do
+    for w in $walks; do
       sync
       echo 3 > /proc/sys/vm/drop_caches
       mount_sys "$s"
       t0=$(now_ns)
-      if [ $w = names ]; then n=$(find "$mnt" | wc -l); else n=$(find "$mnt" -type f -size 0 | wc -l); fi
+      if [ $w = names ]; then n=$($chrt find "$mnt" | wc -l); else n=$($chrt find "$mnt" -type f -size 0 | wc -l); fi
       t1=$(now_ns)
       rss=$(rss_mib)
       umount_all

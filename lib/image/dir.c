@@ -52,11 +52,14 @@ static int dirent_name(struct cairn_image *img, uint64_t idx, const char *src,
 {
 	unsigned long long n = idx;
 
-	memcpy(e->name, src, e->name_len);
+	/* One pass over a short name: cheaper than two memchr calls per entry. */
+	for (size_t i = 0; i < e->name_len; i++) {
+		if (src[i] == '/' || src[i] == '\0')
+			return cairn_image_corrupt(img, "dirent %llu: name contains '/' or NUL", n);
+		e->name[i] = src[i];
+	}
 	e->name[e->name_len] = '\0';
-	if (memchr(e->name, '/', e->name_len) || memchr(e->name, '\0', e->name_len))
-		return cairn_image_corrupt(img, "dirent %llu: name contains '/' or NUL", n);
-	if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
+	if (src[0] == '.' && (e->name_len == 1 || (e->name_len == 2 && src[1] == '.')))
 		return cairn_image_corrupt(img, "dirent %llu: name is '.' or '..'", n);
 	return 0;
 }
