@@ -40,11 +40,13 @@ mkdir -p "$dir"
 : > "$dir/empty"
 
 med() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# cold_ms CMD...: median wall milliseconds of CMD over $runs cold runs
+# cold_ms CMD...: median wall milliseconds of CMD over $runs runs with the image
+# cold (page cache dropped) and the cairn binary and its libraries loaded again
 cold_ms() {
   for _ in $(seq "$runs"); do
     sync
     echo 3 > /proc/sys/vm/drop_caches
+    "$cairn" --version > /dev/null 2>&1 || true
     t0=$(date +%s%N)
     "$@" > /dev/null
     t1=$(date +%s%N)
@@ -52,8 +54,14 @@ cold_ms() {
   done | med | awk '{ printf "%.2f", $1 / 1000 }'
 }
 
-echo "| files | mkfs s | mkfs peak RSS MiB | image MiB | info ms (cold) | stat of one file ms (cold) |"
-echo "|---|---|---|---|---|---|"
+# dev CMD...: "requests / KiB" the command read from the image (its --stats line)
+dev() {
+  "$@" --stats 2>&1 >/dev/null | sed -n 's/^device: \([0-9]*\) requests, \([0-9]*\) bytes.*/\1 \2/p' |
+    awk '{ printf "%d / %d", $1, $2 / 1024 }'
+}
+
+echo "| files | mkfs s | mkfs peak RSS MiB | image MiB | info ms (cold) | info requests / KiB | stat of the last file ms (cold) | stat requests / KiB |"
+echo "|---|---|---|---|---|---|---|---|"
 for n in "$@"; do
   man=$dir/files-$n.manifest
   img=$dir/files-$n.cairn
@@ -80,6 +88,6 @@ EOF
   last=$(printf '/d%05d/f%04d' $(( (n - 1) / 1000 )) $(( (n - 1) % 1000 )))
   info=$(cold_ms "$cairn" info "$img")
   look=$(cold_ms "$cairn" stat "$img" "$last")
-  echo "| $n | $wall | $rss | $size | $info | $look |"
+  echo "| $n | $wall | $rss | $size | $info | $(dev "$cairn" info "$img") | $look | $(dev "$cairn" stat "$img" "$last") |"
 done
 echo "(medians of $runs cold runs; load: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -16,7 +16,8 @@
 # Prints one line per run and a median table (seconds, daemon RSS in MiB after the
 # walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
 # `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
-# other builds on a shared machine.
+# other builds on a shared machine. CAIRN_OPTS adds options to `cairn mount`
+# (e.g. CAIRN_OPTS="-s" or "-o cache_size=32M").
 set -eu
 
 runs=3
@@ -113,7 +114,7 @@ wait_mount() {
 }
 mount_sys() {
   case "$1" in
-    cairn) $chrt "$cairn" mount -f "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
@@ -127,6 +128,7 @@ rss_mib() {
 now_ns() { date +%s%N; }
 
 chrt=${BENCH_CHRT-chrt -f 50}
+CAIRN_OPTS=${CAIRN_OPTS:-}
 out=$work/runs
 : > "$out"
 echo "million: $runs cold runs per system and walk; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
