@@ -157,8 +157,13 @@ static void problem_rc(struct fsck *f, int rc, const char *what)
 	}
 	snprintf(w, sizeof(w), "%s", what);
 	if (rc == -CAIRN_ECORRUPT && f->img->why[0]) {
+		/* The reader's reason often names the object already ("inode 7: bad
+		 * mode"): say it once. */
+		size_t n = strlen(w);
+		int named = !strncmp(f->img->why, w, n) && f->img->why[n] == ':';
+
 		if (!seen_why(f, f->img->why))
-			problem(f, "%s: %s", w, f->img->why);
+			problem(f, "%s%s%s", named ? "" : w, named ? "" : ": ", f->img->why);
 	} else {
 		problem(f, "%s: %s", w, rc == -CAIRN_ECORRUPT ? "corrupt" : cairn_strerror(rc));
 	}

@@ -226,6 +226,9 @@ static void test_faults(void **state)
 	assert_memory_equal(l.text, "digests: ", 9); /* the scan's findings come first */
 	assert_non_null(strstr(l.text, "checksum mismatch"));
 	assert_non_null(strstr(l.text, "bad mode"));
+	/* The inode is named once, not by fsck and again by the reader's reason. */
+	assert_non_null(strstr(l.text, "\ninode "));
+	assert_null(strstr(l.text, ": inode "));
 	assert_non_null(strstr(l.text, "out of order"));
 	assert_non_null(strstr(l.text, "does not match inode"));
 	assert_non_null(strstr(l.text, "is linked more than once"));
