@@ -233,15 +233,26 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
 								      : b.disk_off + b.stored_len;
 }
 
-/* ---- read-ahead ----
+/* ---- read-ahead and the hot prefix ----
  *
  * A read that ends at the end of a compressed chunk of a file is most likely
  * followed by one of the next chunks (sequential reads, the page-cache push of
- * -o prefetch walking a hot range), so they are queued for one worker thread, which decompresses them into the chunk cache while the reader returns
- * its data: a cold sequential read keeps both cores busy. A full queue drops
- * the request; a chunk cached or being loaded already is skipped.
+ * -o prefetch walking a hot range), so they are queued for the worker threads,
+ * which decompress them into the chunk cache while the reader returns its
+ * data. A full queue drops the request; a chunk cached or being loaded already
+ * is skipped.
+ *
+ * -o prefetch of an ordered image also hands the workers the hot prefix: they
+ * walk its chunk records in disk order (the order mkfs placed them, which is the
+ * order the traced program read them) and decompress each chunk as soon as the
+ * prefetch has its stored bytes in the segment cache, so decompression overlaps
+ * the prefix's IO, runs on every core, and is done before the push or the
+ * program asks. The walk stops at the end of the prefix or after 3/4 of the
+ * chunk cache's budget, so it never evicts what it decompressed itself.
+ * Queued read-ahead goes first: it is what a reader waits for now.
  */
 #define AHEAD_QUEUE 16
+#define AHEAD_THREADS_MAX 4
 
 struct zahead_item {
 	uint64_t idx;
@@ -255,11 +266,59 @@ struct cairn_zahead {
 	pthread_cond_t work, idle;
 	struct zahead_item q[AHEAD_QUEUE];
 	unsigned head, n;
-	int started, stop, busy;
-	pthread_t tid;
+	unsigned busy;            /* workers decompressing now */
+	unsigned nthreads;        /* started */
+	int spawned, stop;
+	pthread_t tid[AHEAD_THREADS_MAX];
+	int hot_on;               /* the hot prefix walk is running */
+	uint64_t hot_next;        /* its next chunk record */
+	uint64_t hot_left;        /* bytes it may still decompress */
 };
 
 static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len);
+
+/* Ends the hot walk (lock held). */
+static void hot_stop(struct cairn_zahead *a)
+{
+	a->hot_on = 0;
+}
+
+/* One step of the hot walk: chunk record idx (lock held on entry and exit). */
+static void hot_step(struct cairn_zahead *a, uint64_t idx)
+{
+	struct cairn_image *img = a->img;
+	uint64_t hot_end = img->hot_off + img->hot_len;
+	struct cairn_rchunk c;
+	int rc;
+
+	if (idx >= img->chunk_count) {
+		hot_stop(a);
+		return;
+	}
+	pthread_mutex_unlock(&a->lock);
+	rc = cairn_image_chunk_load(img, idx, &c);
+	pthread_mutex_lock(&a->lock);
+	if (rc || (c.codec != CAIRN_CODEC_ZERO && c.disk_off >= hot_end)) {
+		hot_stop(a); /* records are in disk order: the prefix is done */
+		return;
+	}
+	if (c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4)
+		return; /* raw chunks stay in the segment cache, zero ones cost nothing */
+	if (c.ulen > a->hot_left) {
+		hot_stop(a);
+		return;
+	}
+	a->hot_left -= c.ulen;
+	pthread_mutex_unlock(&a->lock);
+	{
+		struct cairn_cache_hint hint = { c.disk_off, c.disk_off + c.stored_len };
+		struct load_ctx l = { img, &c, &hint };
+
+		/* Advice: a failure is the demand reader's to see and report. */
+		(void)cairn_zcache_prefetch(img->zc, idx, c.ulen, load_chunk, &l);
+	}
+	pthread_mutex_lock(&a->lock);
+}
 
 static void *ahead_main(void *arg)
 {
@@ -267,30 +326,48 @@ static void *ahead_main(void *arg)
 
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
-		struct zahead_item it;
-
-		while (!a->n && !a->stop)
+		while (!a->n && !a->hot_on && !a->stop)
 			pthread_cond_wait(&a->work, &a->lock);
 		if (a->stop)
 			break;
-		it = a->q[a->head];
-		a->head = (a->head + 1) % AHEAD_QUEUE;
-		a->n--;
-		a->busy = 1;
-		pthread_mutex_unlock(&a->lock);
-		{
+		a->busy++;
+		if (a->n) {
+			struct zahead_item it = a->q[a->head];
 			struct load_ctx l = { a->img, &it.c, &it.hint };
 
+			a->head = (a->head + 1) % AHEAD_QUEUE;
+			a->n--;
+			pthread_mutex_unlock(&a->lock);
 			/* A failure is the demand reader's to see and report. */
 			(void)cairn_zcache_prefetch(a->img->zc, it.idx, it.c.ulen, load_chunk, &l);
+			pthread_mutex_lock(&a->lock);
+		} else {
+			hot_step(a, a->hot_next++);
 		}
-		pthread_mutex_lock(&a->lock);
-		a->busy = 0;
-		if (!a->n)
+		a->busy--;
+		if (!a->n && !a->hot_on && !a->busy)
 			pthread_cond_broadcast(&a->idle);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
+}
+
+/* Starts the workers on first use, one per online CPU up to AHEAD_THREADS_MAX
+ * (lock held). Returns whether at least one runs. */
+static int ahead_spawn(struct cairn_zahead *a)
+{
+	long cpus;
+	unsigned want;
+
+	if (a->spawned || a->stop)
+		return a->nthreads > 0;
+	a->spawned = 1;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	want = cpus < 1 ? 1 : cpus > AHEAD_THREADS_MAX ? AHEAD_THREADS_MAX : (unsigned)cpus;
+	while (a->nthreads < want &&
+	       pthread_create(&a->tid[a->nthreads], NULL, ahead_main, a) == 0)
+		a->nthreads++;
+	return a->nthreads > 0;
 }
 
 int cairn_image_chunk_init(struct cairn_image *img)
@@ -314,10 +391,10 @@ void cairn_image_chunk_fini(struct cairn_image *img)
 	if (a) {
 		pthread_mutex_lock(&a->lock);
 		a->stop = 1;
-		pthread_cond_signal(&a->work);
+		pthread_cond_broadcast(&a->work);
 		pthread_mutex_unlock(&a->lock);
-		if (a->started)
-			pthread_join(a->tid, NULL);
+		for (unsigned t = 0; t < a->nthreads; t++)
+			pthread_join(a->tid[t], NULL);
 		pthread_cond_destroy(&a->idle);
 		pthread_cond_destroy(&a->work);
 		pthread_mutex_destroy(&a->lock);
@@ -335,8 +412,26 @@ void cairn_image_chunk_drain(struct cairn_image *img)
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	while (a->n || a->busy)
+	while (a->nthreads && (a->n || a->busy || a->hot_on))
 		pthread_cond_wait(&a->idle, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void cairn_image_chunk_prefetch_hot(struct cairn_image *img)
+{
+	struct cairn_zahead *a = img->ahead;
+	struct cairn_zcache_stats s;
+
+	if (!a || !img->zc || !img->hot_len)
+		return;
+	cairn_zcache_get_stats(img->zc, &s);
+	pthread_mutex_lock(&a->lock);
+	if (!a->hot_on && ahead_spawn(a)) {
+		a->hot_on = 1;
+		a->hot_next = 0;
+		a->hot_left = s.budget_bytes / 4 * 3;
+		pthread_cond_broadcast(&a->work);
+	}
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -348,9 +443,7 @@ static void ahead_queue(struct cairn_image *img, uint64_t idx, const struct cair
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	if (!a->started && !a->stop)
-		a->started = pthread_create(&a->tid, NULL, ahead_main, a) == 0 ? 1 : -1;
-	if (a->started == 1 && a->n < AHEAD_QUEUE) {
+	if (ahead_spawn(a) && a->n < AHEAD_QUEUE) {
 		a->q[(a->head + a->n) % AHEAD_QUEUE] = (struct zahead_item){ idx, *c, *hint };
 		a->n++;
 		pthread_cond_signal(&a->work);

@@ -46,8 +46,20 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
  * malloc'd image; *len its size. With a codec the image is compressed in
  * chunks of 2^chunk_log2 bytes (0: the default). */
+static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
+					   const char *order);
+
 static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
 {
+	return hostile_build_order(len, codec, chunk_log2, NULL);
+}
+
+/* hostile_build_ex() with `order` (NULL or the text of an --order file) laying
+ * out a hot prefix. */
+static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
+					   const char *order)
+{
+	char order_path[] = "/tmp/cairn-hostile-order-XXXXXX";
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
 	struct cairn_mkfs_opts o;
 	struct cairn_mkfs *m;
@@ -85,12 +97,22 @@ static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned ch
 	o.mtime = 1000;
 	o.codec = codec;
 	o.chunk_log2 = chunk_log2;
+	if (order) {
+		int ofd = mkstemp(order_path);
+
+		if (ofd < 0 || write(ofd, order, strlen(order)) != (ssize_t)strlen(order) ||
+		    close(ofd))
+			abort();
+		o.order_file = order_path;
+	}
 	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
 		abort();
 	fd = memfd_create("hostile-image", MFD_CLOEXEC);
 	if (fd < 0 || cairn_mkfs_write_fd(m, fd, "memfd") || fstat(fd, &st))
 		abort();
 	cairn_mkfs_free(m);
+	if (order)
+		unlink(order_path);
 	buf = malloc((size_t)st.st_size);
 	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
 		abort();

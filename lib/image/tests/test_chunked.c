@@ -175,6 +175,44 @@ static void test_burst_decompresses_once(void **state)
 	free(b.buf);
 }
 
+/* -o prefetch of an ordered image: the read-ahead workers decompress the hot
+ * prefix (/big's 18 chunks of 16 KiB, a fragment with its 12 KiB tail and one
+ * with /dir/mid, not the cold files after them) into the chunk cache without a reader, so reading the hot files
+ * then misses nothing; a small chunk cache bounds the walk to 3/4 of it. */
+static void test_prefetch_hot_decompresses(void **state)
+{
+	struct built b;
+	struct cairn_image *img;
+	struct cairn_chunk_cache_stats st;
+
+	(void)state;
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14, "/big\n/dir/mid\n");
+	img = open_buf(&b);
+	assert_true(cairn_image_hot_bytes(img) > 0);
+	cairn_image_prefetch_hot(img);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 20);
+	assert_int_equal(st.misses, 0);
+	check_file(img, "/big", 300 * 1024, 2);
+	check_file(img, "/dir/mid", 9000, 3);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 0);
+	assert_true(st.hits >= 20);
+	cairn_image_close(img);
+
+	img = open_buf(&b);
+	cairn_image_set_chunk_cache(img, 64 << 10);
+	cairn_image_prefetch_hot(img);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 3); /* 48 KiB of 64 */
+	assert_int_equal(st.evictions, 0);
+	check_file(img, "/big", 300 * 1024, 2);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 struct reader_arg {
 	struct cairn_image *img;
 	cairn_ino_t ino;
@@ -440,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_codecs),
 		cmocka_unit_test(test_incompat_bit),
 		cmocka_unit_test(test_burst_decompresses_once),
+		cmocka_unit_test(test_prefetch_hot_decompresses),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_hostile_records),
