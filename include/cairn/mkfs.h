@@ -77,7 +77,8 @@ struct cairn_mkfs_opts {
 #define CAIRN_MKFS_LZ4HC 2u
 #define CAIRN_MKFS_ZSTD  3u
 #define CAIRN_MKFS_LEVEL_DEFAULT (-1000)
-#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u /* 128 KiB: docs/bench/compression-sweep.md */
+/* 128 KiB: docs/bench/compression.md, "The sweep behind the defaults" */
+#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u
 /* "none", "lz4", "lz4hc", "zstd", optionally ",LEVEL": 0 or -EINVAL. */
 int cairn_mkfs_parse_codec(const char *s, unsigned *codec, int *level);
 
