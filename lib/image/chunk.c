@@ -242,22 +242,32 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
  * data. A full queue drops the request; a chunk cached or being loaded already
  * is skipped.
  *
- * -o prefetch of an ordered image also hands the workers the hot prefix: they
- * walk its chunk records in disk order (the order mkfs placed them, which is the
- * order the traced program read them) and decompress each chunk as soon as the
- * prefetch has its stored bytes in the segment cache, so decompression overlaps
- * the prefix's IO, runs on every core, and is done before the push or the
- * program asks. The walk stops at the end of the prefix or after 3/4 of the
- * chunk cache's budget, so it never evicts what it decompressed itself.
- * Queued read-ahead goes first: it is what a reader waits for now.
+ * -o prefetch of an ordered image also hands the workers the hot prefix. The
+ * first worker lists its compressed chunks (the records whose stored bytes lie
+ * in the prefix, until their stored lengths add up to it: mkfs packs the
+ * prefix with hot chunks back to back) and sorts them by device offset, the
+ * order mkfs placed them, which is the order the traced program read them (the
+ * records themselves are in file order: a file split by --order ranges has its
+ * cold chunks' records between its hot ones). The workers then decompress the
+ * list in that order, each chunk as soon as the prefetch has its stored bytes
+ * in the segment cache, so decompression overlaps the prefix's IO, runs on
+ * every core, and is done before the push or the program asks. The list keeps
+ * the chunks that fit in 3/4 of the chunk cache's budget, so the walk never
+ * evicts its own work. Queued read-ahead goes first: a reader waits for it now.
  */
 #define AHEAD_QUEUE 16
 #define AHEAD_THREADS_MAX 4
+#define HOT_LIST_MAX 65536u       /* 1 MiB of list, 8 GiB of 128 KiB chunks */
+#define HOT_STOP_CHECK 4096u      /* records between looks at the stop flag */
 
 struct zahead_item {
 	uint64_t idx;
 	struct cairn_rchunk c;
 	struct cairn_cache_hint hint;
+};
+
+struct hot_rec {
+	uint64_t disk_off, idx;
 };
 
 struct cairn_zahead {
@@ -270,47 +280,101 @@ struct cairn_zahead {
 	unsigned nthreads;        /* started */
 	int spawned, stop;
 	pthread_t tid[AHEAD_THREADS_MAX];
-	int hot_on;               /* the hot prefix walk is running */
-	uint64_t hot_next;        /* its next chunk record */
-	uint64_t hot_left;        /* bytes it may still decompress */
+	/* The hot prefix walk: on from prefetch_hot until the list is done. */
+	int hot_on, hot_listing, hot_listed;
+	uint64_t hot_budget;      /* bytes the list may decompress */
+	struct hot_rec *hot;      /* sorted by disk_off */
+	size_t hot_n, hot_pos;
 };
 
 static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len);
 
-/* Ends the hot walk (lock held). */
-static void hot_stop(struct cairn_zahead *a)
+static int by_disk_off(const void *x, const void *y)
 {
-	a->hot_on = 0;
+	const struct hot_rec *a = x, *b = y;
+
+	return a->disk_off < b->disk_off ? -1 : a->disk_off > b->disk_off;
 }
 
-/* One step of the hot walk: chunk record idx (lock held on entry and exit). */
-static void hot_step(struct cairn_zahead *a, uint64_t idx)
+/* The hot prefix's compressed chunks, in disk order, within the budget (no lock
+ * held; a->stop is looked at now and then, so a close does not wait for a walk
+ * of a hostile table). */
+static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **out, size_t *n)
 {
 	struct cairn_image *img = a->img;
-	uint64_t hot_end = img->hot_off + img->hot_len;
-	struct cairn_rchunk c;
-	int rc;
+	uint64_t hot_end = img->hot_off + img->hot_len, seen = 0, sum = 0;
+	struct hot_rec *v = NULL;
+	size_t k = 0, cap = 0, keep = 0;
+	int stop = 0;
 
-	if (idx >= img->chunk_count) {
-		hot_stop(a);
+	for (uint64_t idx = 0; idx < img->chunk_count && seen < img->hot_len && !stop; idx++) {
+		struct cairn_rchunk c;
+
+		if (!(idx % HOT_STOP_CHECK)) {
+			pthread_mutex_lock(&a->lock);
+			stop = a->stop;
+			pthread_mutex_unlock(&a->lock);
+		}
+		if (cairn_image_chunk_load(img, idx, &c))
+			break; /* the demand reader reports it */
+		if (c.codec == CAIRN_CODEC_ZERO || c.disk_off < img->hot_off || c.disk_off >= hot_end)
+			continue;
+		seen += c.stored_len;
+		if (c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4)
+			continue; /* raw chunks stay in the segment cache */
+		if (k == cap) {
+			size_t ncap = cap ? 2 * cap : 256;
+			struct hot_rec *nv = ncap <= HOT_LIST_MAX ? realloc(v, ncap * sizeof(*nv)) : NULL;
+
+			if (!nv)
+				break; /* advice: what is listed is decompressed */
+			v = nv;
+			cap = ncap;
+		}
+		v[k++] = (struct hot_rec){ c.disk_off, idx };
+	}
+	if (k)
+		qsort(v, k, sizeof(*v), by_disk_off);
+	for (; keep < k; keep++) {
+		struct cairn_rchunk c;
+
+		if (cairn_image_chunk_load(img, v[keep].idx, &c) || sum + c.ulen > budget)
+			break;
+		sum += c.ulen;
+	}
+	*out = v;
+	*n = keep;
+}
+
+/* One step of the hot walk (lock held on entry and exit; busy counted). */
+static void hot_step(struct cairn_zahead *a)
+{
+	struct cairn_image *img = a->img;
+	struct cairn_rchunk c;
+	uint64_t idx;
+
+	if (!a->hot_listed) { /* this worker lists; the others wait for it */
+		struct hot_rec *v;
+		size_t n;
+
+		a->hot_listing = 1;
+		pthread_mutex_unlock(&a->lock);
+		hot_list(a, a->hot_budget, &v, &n);
+		pthread_mutex_lock(&a->lock);
+		a->hot = v;
+		a->hot_n = n;
+		a->hot_pos = 0;
+		a->hot_listing = 0;
+		a->hot_listed = 1;
+		pthread_cond_broadcast(&a->work);
+	}
+	if (a->hot_pos >= a->hot_n) {
+		a->hot_on = 0;
 		return;
 	}
+	idx = a->hot[a->hot_pos++].idx;
 	pthread_mutex_unlock(&a->lock);
-	rc = cairn_image_chunk_load(img, idx, &c);
-	pthread_mutex_lock(&a->lock);
-	if (rc || (c.codec != CAIRN_CODEC_ZERO && c.disk_off >= hot_end)) {
-		hot_stop(a); /* records are in disk order: the prefix is done */
-		return;
-	}
-	if (c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4)
-		return; /* raw chunks stay in the segment cache, zero ones cost nothing */
-	if (c.ulen > a->hot_left) {
-		hot_stop(a);
-		return;
-	}
-	a->hot_left -= c.ulen;
-	pthread_mutex_unlock(&a->lock);
-	{
+	if (cairn_image_chunk_load(img, idx, &c) == 0) {
 		struct cairn_cache_hint hint = { c.disk_off, c.disk_off + c.stored_len };
 		struct load_ctx l = { img, &c, &hint };
 
@@ -320,13 +384,20 @@ static void hot_step(struct cairn_zahead *a, uint64_t idx)
 	pthread_mutex_lock(&a->lock);
 }
 
+/* Work for a worker (lock held): queued read-ahead, or a step of the hot walk
+ * unless another worker is listing it. */
+static int has_work(const struct cairn_zahead *a)
+{
+	return a->n || (a->hot_on && !a->hot_listing);
+}
+
 static void *ahead_main(void *arg)
 {
 	struct cairn_zahead *a = arg;
 
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
-		while (!a->n && !a->hot_on && !a->stop)
+		while (!has_work(a) && !a->stop)
 			pthread_cond_wait(&a->work, &a->lock);
 		if (a->stop)
 			break;
@@ -342,7 +413,7 @@ static void *ahead_main(void *arg)
 			(void)cairn_zcache_prefetch(a->img->zc, it.idx, it.c.ulen, load_chunk, &l);
 			pthread_mutex_lock(&a->lock);
 		} else {
-			hot_step(a, a->hot_next++);
+			hot_step(a);
 		}
 		a->busy--;
 		if (!a->n && !a->hot_on && !a->busy)
@@ -398,6 +469,7 @@ void cairn_image_chunk_fini(struct cairn_image *img)
 		pthread_cond_destroy(&a->idle);
 		pthread_cond_destroy(&a->work);
 		pthread_mutex_destroy(&a->lock);
+		free(a->hot);
 		free(a);
 		img->ahead = NULL;
 	}
@@ -426,10 +498,10 @@ void cairn_image_chunk_prefetch_hot(struct cairn_image *img)
 		return;
 	cairn_zcache_get_stats(img->zc, &s);
 	pthread_mutex_lock(&a->lock);
-	if (!a->hot_on && ahead_spawn(a)) {
+	/* Once per image: a second call finds the chunks cached anyway. */
+	if (!a->hot_on && !a->hot_listed && ahead_spawn(a)) {
 		a->hot_on = 1;
-		a->hot_next = 0;
-		a->hot_left = s.budget_bytes / 4 * 3;
+		a->hot_budget = s.budget_bytes / 4 * 3;
 		pthread_cond_broadcast(&a->work);
 	}
 	pthread_mutex_unlock(&a->lock);

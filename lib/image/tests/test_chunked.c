@@ -211,6 +211,31 @@ static void test_prefetch_hot_decompresses(void **state)
 	check_file(img, "/big", 300 * 1024, 2);
 	cairn_image_close(img);
 	free(b.buf);
+
+	/* Range lines split /big: the prefix holds its chunk 12, /dir/mid's
+	 * fragment and its chunk 0, while the records of its cold chunks 1..11 sit
+	 * between those of chunks 0 and 12 (records are in file order). */
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14,
+				    "/big 200000 4096\n/dir/mid\n/big 0 4096\n");
+	img = open_buf(&b);
+	cairn_image_prefetch_hot(img);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 3);
+	{
+		char buf[4096];
+		cairn_ino_t big = ino_of(img, "/big");
+
+		assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 200000), sizeof(buf));
+		assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 0), sizeof(buf));
+		for (size_t i = 0; i < sizeof(buf); i++)
+			assert_int_equal((unsigned char)buf[i], hostile_byte(i, 2));
+	}
+	check_file(img, "/dir/mid", 9000, 3);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 0);
+	cairn_image_close(img);
+	free(b.buf);
 }
 
 struct reader_arg {
