@@ -267,7 +267,7 @@ struct zahead_item {
 };
 
 struct hot_rec {
-	uint64_t disk_off, idx;
+	uint64_t disk_off, idx, ulen;
 };
 
 struct cairn_zahead {
@@ -331,17 +331,12 @@ static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **o
 			v = nv;
 			cap = ncap;
 		}
-		v[k++] = (struct hot_rec){ c.disk_off, idx };
+		v[k++] = (struct hot_rec){ c.disk_off, idx, c.ulen };
 	}
 	if (k)
 		qsort(v, k, sizeof(*v), by_disk_off);
-	for (; keep < k; keep++) {
-		struct cairn_rchunk c;
-
-		if (cairn_image_chunk_load(img, v[keep].idx, &c) || sum + c.ulen > budget)
-			break;
-		sum += c.ulen;
-	}
+	for (; keep < k && sum + v[keep].ulen <= budget; keep++)
+		sum += v[keep].ulen;
 	*out = v;
 	*n = keep;
 }
