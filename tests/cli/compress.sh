@@ -76,7 +76,7 @@ fi
 
 # --no-compress: the matching file's chunks are all stored raw.
 "$CAIRN" mkfs -q -z zstd --no-compress '/big*' "$work/src" "$work/nc.img" || fail "mkfs --no-compress"
-[ "$(stat -c %s "$work/nc.img")" -gt "$(stat -c %s "$work/j1.img")" ] || fail "--no-compress changed nothing"
+[ "$(stat -c %s "$work/nc.img")" -gt "$(stat -c %s "$work/zstd-128K.img")" ] || fail "--no-compress changed nothing"
 "$CAIRN" fsck --data "$work/nc.img" >/dev/null || fail "fsck of --no-compress image"
 
 # --no-compress-from: a rule file (comments, blank lines, white space around a
