@@ -77,7 +77,8 @@ struct cairn_mkfs_opts {
 #define CAIRN_MKFS_LZ4HC 2u
 #define CAIRN_MKFS_ZSTD  3u
 #define CAIRN_MKFS_LEVEL_DEFAULT (-1000)
-#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u /* 128 KiB: docs/bench/compression-sweep.md */
+/* 128 KiB: docs/bench/compression.md, "The sweep behind the defaults" */
+#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u
 /* "none", "lz4", "lz4hc", "zstd", optionally ",LEVEL": 0 or -EINVAL. */
 int cairn_mkfs_parse_codec(const char *s, unsigned *codec, int *level);
 
@@ -89,6 +90,11 @@ void cairn_mkfs_free(struct cairn_mkfs *m);
 /* The message of the last failure ("" if none). Valid until the next call. */
 const char *cairn_mkfs_error(const struct cairn_mkfs *m);
 
+/* Add the patterns of a rule file (cairn_pattern_list_parse(): one pattern per
+ * line, '#' comments) to opts.no_compress: files they match store their chunks
+ * raw. Call it before adding any tree or manifest entry (-EINVAL after). Errors
+ * name the file (cairn_mkfs_error()). */
+int cairn_mkfs_add_no_compress_file(struct cairn_mkfs *m, const char *path);
 /* Add the host directory `host_dir` (recursively, symlinks not followed) as the
  * in-image directory `guest_dir` ("/" for the root). The directory itself takes
  * host_dir's attributes. Entries already present are replaced. */
@@ -184,6 +190,13 @@ int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx
 /* Write one range record as cairn_order_parse() reads it back, whatever bytes
  * the path holds (the mount's trace= writer). 0, or -EIO when f has failed. */
 int cairn_order_write_record(FILE *f, const char *path, uint64_t offset, uint64_t length);
+
+/* A pattern list (mkfs --no-compress-from): one pattern per line, the line's
+ * surrounding white space trimmed; blank lines and lines starting with '#' are
+ * skipped. cb gets each pattern (not NUL-terminated) and its line number; a
+ * non-zero return stops the parse and is returned. */
+typedef int (*cairn_pattern_cb)(void *ctx, const char *pat, size_t len, unsigned line);
+int cairn_pattern_list_parse(const char *text, size_t len, cairn_pattern_cb cb, void *ctx);
 
 /* fnmatch-based exclude test as mkfs uses it: a pattern starting with '/' is
  * matched against the whole in-image path ("/a/b"), any other pattern against the

@@ -40,7 +40,7 @@ struct cairn_image {
 	uint32_t chunk_log2;
 	uint64_t chunk_size, chunk_off, chunk_count;
 	struct cairn_zcache *zc;         /* owned; NULL without compression */
-	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead worker (chunk.c) */
+	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead workers (chunk.c) */
 	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
 	 * a large allocation and its page faults); owned, under dctx_lock. */
 	pthread_mutex_t dctx_lock;
@@ -114,13 +114,18 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
  * in the file, the tail's fragment included. */
 int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
 			 uint64_t *idx, uint64_t *start, struct cairn_rchunk *c);
-/* The read-ahead worker of a compressed image: set up at open (its thread
- * starts on first use), stopped and freed with the decompression contexts at
+/* The read-ahead workers of a compressed image: set up at open (the threads
+ * start on first use), stopped and freed with the decompression contexts at
  * close. */
 int cairn_image_chunk_init(struct cairn_image *img);
 void cairn_image_chunk_fini(struct cairn_image *img);
-/* Waits until the read-ahead worker has nothing queued or running (tests). */
+/* Waits until the read-ahead workers have nothing queued or running and the
+ * hot prefix walk has ended (tests). */
 void cairn_image_chunk_drain(struct cairn_image *img);
+/* -o prefetch of an ordered compressed image: the workers decompress the hot
+ * prefix's chunks into the chunk cache, in disk order, as their stored bytes
+ * arrive (chunk.c "read-ahead and the hot prefix"). */
+void cairn_image_chunk_prefetch_hot(struct cairn_image *img);
 /* Decompresses chunk idx of ulen bytes into buf (fsck; no cache). */
 int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 			     void *buf);

@@ -131,6 +131,9 @@ struct cairn_mkfs {
 };
 
 /* Positioned IO that retries partial transfers and EINTR (write.c). */
+/* The whole file at path, NUL-terminated, into *text (the caller frees it);
+ * errors name the path. */
+int mk_read_text(struct cairn_mkfs *m, const char *path, char **text, size_t *len);
 int mk_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
 int mk_pread_full(int fd, void *p, size_t n, uint64_t off);
 

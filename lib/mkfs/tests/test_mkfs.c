@@ -863,6 +863,35 @@ static void test_order_escape_roundtrip(void **state)
 	free(text);
 }
 
+static int collect_pattern(void *ctx, const char *pat, size_t len, unsigned line)
+{
+	struct collect *c = ctx;
+	size_t n = strlen(c->out);
+
+	snprintf(c->out + n, sizeof(c->out) - n, "%u:%.*s;", line, (int)len, pat);
+	return line == 99 ? -ECANCELED : 0;
+}
+
+/* --no-compress-from: one pattern per line, trimmed; comments and blank lines
+ * skipped; a callback's error stops the parse. */
+static void test_pattern_list_parse(void **state)
+{
+	struct collect c = { "" };
+	const char *text = "*.zip\n# comment\n\n  /usr/*.jar \t\r\n  # indented comment\n"
+			   "with space*\n*.gz";
+	assert_int_equal(cairn_pattern_list_parse(text, strlen(text), collect_pattern, &c), 0);
+	assert_string_equal(c.out, "1:*.zip;4:/usr/*.jar;6:with space*;7:*.gz;");
+	c.out[0] = '\0';
+	assert_int_equal(cairn_pattern_list_parse("", 0, collect_pattern, &c), 0);
+	assert_int_equal(cairn_pattern_list_parse("#\n \n", 4, collect_pattern, &c), 0);
+	assert_string_equal(c.out, "");
+	char many[300] = "";
+	for (int i = 0; i < 120; i++)
+		strcat(many, "x\n");
+	assert_int_equal(cairn_pattern_list_parse(many, strlen(many), collect_pattern, &c),
+			 -ECANCELED);
+}
+
 static void test_exclude(void **state)
 {
 	const char *p1[] = { "*.o" };
@@ -883,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_parse),
 		cmocka_unit_test(test_order_parse),
 		cmocka_unit_test(test_order_escape_roundtrip),
+		cmocka_unit_test(test_pattern_list_parse),
 		cmocka_unit_test(test_exclude),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reproducible, setup, teardown),
