@@ -593,3 +593,62 @@ struct cairn_bdev *cairn_stack_fault_dev(struct cairn_stack *s)
 {
 	return s->fault;
 }
+
+#define BESIDE_HEAD (256u << 10)
+
+int cairn_stack_fetch_beside(const char *url, const struct cairn_stack_opts *opts,
+			     const char *suffix, size_t max, char *why, size_t why_len,
+			     char **text, size_t *len, uint64_t *requests)
+{
+	struct cairn_http_stats hs = { 0 };
+	struct cairn_bdev *dev = NULL;
+	struct plan p;
+	char spare[8], *u;
+	uint64_t size;
+	int rc;
+
+	util_why_init(&why, &why_len, spare, sizeof(spare));
+	*text = NULL;
+	*len = 0;
+	if (requests)
+		*requests = 0;
+	if (!cairn_url_is_remote(url))
+		return -EINVAL;
+	rc = plan_make(opts, NULL, why, why_len, &p);
+	if (rc < 0)
+		return rc;
+	if (asprintf(&u, "%s%s", url, suffix) < 0)
+		return -ENOMEM;
+	/* The primary alone, on one connection, with its head large enough that a
+	 * profile is one request. */
+	p.remote.n_mirrors = 0;
+	p.http.connections = 1;
+	p.http.head_bytes = BESIDE_HEAD;
+	rc = open_http(u, &p, why, why_len, &dev);
+	free(u);
+	if (rc == -ENOENT)
+		why[0] = 0; /* nothing there: the usual case, nothing to say */
+	if (rc < 0)
+		return rc;
+	size = cairn_bdev_size(dev);
+	if (size > max) {
+		rc = -EFBIG;
+	} else if (!(*text = malloc((size_t)size + 1))) {
+		rc = -ENOMEM;
+	} else {
+		rc = cairn_bdev_read_full(dev, *text, (size_t)size, 0);
+		if (rc == 0) {
+			(*text)[size] = 0;
+			*len = (size_t)size;
+		}
+	}
+	cairn_bdev_http_stats(dev, &hs);
+	if (requests)
+		*requests = hs.requests;
+	cairn_bdev_close(dev);
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
+	}
+	return rc;
+}
