@@ -1,12 +1,13 @@
 #!/bin/sh
 # Learned profile against the ordered image, side by side in one run (issue 17's
 # goal: profile <= 1.15x ordered + prefetch at 1 ms, <= 1.2x at 20 ms with
-# channels). Java Hello from the JDK (-p java) or Python start-up with the
-# stdlib on the mount (-p python, bench.py's imports), cold (caches dropped, fresh mount), the
+# channels). Java Hello from the JDK (-p java), Python start-up with the
+# stdlib on the mount (-p python, bench.py's imports) or the small-files walk
+# (-p walk, bench.py's quick one: cat of every file of /usr/include/linux), cold (caches dropped, fresh mount), the
 # images read through bench/delayfs (as bench.py does: DELAY per request,
 # CHANNELS in parallel, BW MB/s, 0 = unlimited), alternating the two mounts,
 # RUNS times each:
-#   bench/profile_gap.sh [-p java|python] [-d DELAY] [-c CHANNELS] [-r BW] [-n RUNS]
+#   bench/profile_gap.sh [-p java|python|walk] [-d DELAY] [-c CHANNELS] [-r BW] [-n RUNS]
 #                        [-b BUILD] [-w WORK]
 # Prints one line per run (wall ms of the workload, device requests and MiB) and
 # the medians. Builds in WORK (default /dev/shm/cairn-profile-gap): the plain image,
@@ -34,12 +35,15 @@ functools contextlib copy glob fnmatch"
 case $wl in
   java) SRC=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}; M=$work/m ;;
   python) SRC=/usr/lib/python3.11; M=$work/pyhome/lib/python3.11 ;;
-  *) echo "profile_gap: -p java or python" >&2; exit 2 ;;
+  walk) SRC=/usr/include/linux; M=$work/m ;;
+  *) echo "profile_gap: -p java, python or walk" >&2; exit 2 ;;
 esac
 mkdir -p "$M"
 workload() {
   if [ "$wl" = java ]; then
     "$M/bin/java" -cp "$work/hello" Hello
+  elif [ "$wl" = walk ]; then
+    find "$M" -type f -exec cat {} + > /dev/null
   else
     env -u PYTHONPATH PYTHONHOME="$work/pyhome" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3.11 -S \
       -c "import sys, os; import $(echo $PY_MODULES | tr ' ' ,); assert os.__file__.startswith('$M'); print('ok')"
