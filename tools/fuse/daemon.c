@@ -189,7 +189,7 @@ static void *sig_main(void *arg)
  * outside the hot prefix should not pull a large window of cold data with it. */
 static int read_ahead_kb(const struct daemon *cf)
 {
-	if (cf->trace)
+	if (cf->trace && !cf->learn_default)
 		return 0;
 	return cf->prefetching ? -1 : READ_AHEAD_KB;
 }
