@@ -425,6 +425,12 @@ static void remote_fetch_end(struct daemon *cf, struct remote_fetch *f)
 		return;
 	pthread_join(f->tid, NULL);
 	cf->shipped_requests = f->requests;
+	/* A server that answers every path with the same file sends no profile. */
+	if (f->rc == 0 && memchr(f->text, 0, f->len)) {
+		free(f->text);
+		f->rc = -EINVAL;
+		snprintf(f->why, sizeof(f->why), "binary data, not a trace");
+	}
 	if (f->rc == 0) {
 		cf->shipped = f->text;
 		cf->shipped_len = f->len;
