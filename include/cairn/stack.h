@@ -80,8 +80,9 @@ int cairn_stack_open(const char *path, const struct cairn_stack_opts *opts, char
 		     size_t why_len, struct cairn_stack **out);
 void cairn_stack_close(struct cairn_stack *s);
 /* A small file published beside a remote image: url followed by suffix (for
- * example URL.profile), from the image's primary origin with the HTTP, S3, proxy
- * and TLS settings of opts, read whole into *text (malloc'd, NUL-terminated; the
+ * example URL.profile), from its origin (or the mirrors of opts, each with the
+ * same suffix, as the image fails over) with the HTTP, S3, proxy and TLS
+ * settings of opts, read whole into *text (malloc'd, NUL-terminated; the
  * caller frees it) and *len. One request when it is at most 256 KiB. -ENOENT when
  * the server has none (a 404: one request, nothing written to why), -EFBIG when
  * it is larger than max, -EINVAL when url is not a URL; other errors as

@@ -602,8 +602,10 @@ int cairn_stack_fetch_beside(const char *url, const struct cairn_stack_opts *opt
 {
 	struct cairn_http_stats hs = { 0 };
 	struct cairn_bdev *dev = NULL;
+	char *urls[CAIRN_HTTP_MAX_ORIGINS] = { NULL };
 	struct plan p;
-	char spare[8], *u;
+	char spare[8];
+	unsigned n = 0;
 	uint64_t size;
 	int rc;
 
@@ -617,15 +619,24 @@ int cairn_stack_fetch_beside(const char *url, const struct cairn_stack_opts *opt
 	rc = plan_make(opts, NULL, why, why_len, &p);
 	if (rc < 0)
 		return rc;
-	if (asprintf(&u, "%s%s", url, suffix) < 0)
-		return -ENOMEM;
-	/* The primary alone, on one connection, with its head large enough that a
-	 * profile is one request. */
-	p.remote.n_mirrors = 0;
+	/* The same name beside the image on every origin, so a primary that is
+	 * down costs no more here than it costs the image's own open. */
+	for (rc = 0; n <= p.remote.n_mirrors && n < CAIRN_HTTP_MAX_ORIGINS && !rc; n++)
+		if (asprintf(&urls[n], "%s%s", n ? p.remote.mirrors[n - 1] : url, suffix) < 0) {
+			urls[n] = NULL;
+			rc = -ENOMEM;
+		}
+	/* One connection, with a head large enough that a profile is one request.
+	 * No delay device: the emulated latency is the image's (this request runs
+	 * beside the image's first). */
+	p.remote.mirrors = (const char *const *)(urls + 1);
+	p.remote.n_mirrors = n ? n - 1 : 0;
 	p.http.connections = 1;
 	p.http.head_bytes = BESIDE_HEAD;
-	rc = open_http(u, &p, why, why_len, &dev);
-	free(u);
+	if (!rc)
+		rc = open_http(urls[0], &p, why, why_len, &dev);
+	for (unsigned i = 0; i < n; i++)
+		free(urls[i]);
 	if (rc == -ENOENT)
 		why[0] = 0; /* nothing there: the usual case, nothing to say */
 	if (rc < 0)

@@ -8,7 +8,8 @@
 #   (its trace, a save's temporary file) are swept by the next;
 # - two mounts sharing the cache dir both add to the profile;
 # - URL.profile on the server is used (one request; a 404 costs one request and
-#   says nothing), and seeds the profile learnt in the cache dir.
+#   says nothing), from a mirror when the primary is down, and seeds the
+#   profile learnt in the cache dir.
 # Requests are counted (stats=, nginx's access log), never timed.
 . "$(dirname "$0")/common.inc"
 command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
@@ -150,7 +151,21 @@ run learnt_dc "$DC2"
 [ "$(key profile_records "$WORK/learnt_dc.stats")" -gt 0 ] || fail "learnt profile not used"
 rm -f "$NET/www/img.cairn.profile"
 
-# 9. A remote mount still answers its first lookups after at most 2 requests.
+# 9. With the primary down, URL.profile comes from the mirror, as the image does.
+mkdir -p "$NET/www2"
+cp "$NET/www/img.cairn" "$NET/www2/"; cp "$WORK/first.profile" "$NET/www2/img.cairn.profile"
+nginx_start web2 "$NET/www2" || fail "nginx (mirror)"
+nginx_stop web
+mnt "$M" "$URL" -o "mirror=http://127.0.0.1:$web2_PORT/img.cairn,timeout=5s,stats=$WORK/mirror.stats" ||
+  fail "mount with the primary down"
+work
+umnt "$M"
+wait_file "$WORK/mirror.stats" || fail "no stats (mirror)"
+[ "$(key profile_shipped "$WORK/mirror.stats")" = 1 ] || fail "URL.profile not taken from the mirror"
+nginx_start web "$NET/www" || fail "nginx (again)"
+URL=http://127.0.0.1:$web_PORT/img.cairn
+
+# 10. A remote mount still answers its first lookups after at most 2 requests.
 mnt "$M" "$URL" -o "cache_dir=$WORK/dc3,stats=$WORK/rt.stats" || fail "mount (round trips)"
 ls "$M" "$M/d" > /dev/null || fail "ls"
 umnt "$M"
