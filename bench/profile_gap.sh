@@ -49,7 +49,12 @@ workload() {
       -c "import sys, os; import $(echo $PY_MODULES | tr ' ' ,); assert os.__file__.startswith('$M'); print('ok')"
   fi
 }
-trap 'fusermount3 -u "$M" 2>/dev/null; fusermount3 -u "$DEV" 2>/dev/null; true' EXIT
+# The last daemon may still hold its image in $DEV open a moment after unmount.
+undev() {
+  fusermount3 -u "$M" 2>/dev/null
+  i=0; until fusermount3 -u "$DEV" 2>/dev/null || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+}
+trap 'set +e; undev' EXIT
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 [ -f "$work/hello/Hello.class" ] || javac -d "$work/hello" "$here/Hello.java"
 if [ ! -f "$work/img/$wl-ord.cairn" ]; then

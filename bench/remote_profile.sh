@@ -31,7 +31,7 @@ case $wl in
   python) M=$work/pyhome/lib/python3.11 ;;
   *) echo "remote_profile: -p java or python" >&2; exit 2 ;;
 esac
-trap 'fusermount3 -u "$M" 2>/dev/null; servers_stop; rm -rf "$NET" "$work/rdc"; true' EXIT
+trap 'set +e; fusermount3 -u "$M" 2>/dev/null; servers_stop; rm -rf "$NET" "$work/rdc"' EXIT
 PY_IMPORTS="json,re,collections,typing,dataclasses,argparse,subprocess,threading,logging,email.parser,email.message,http.client,urllib.request,urllib.parse,xml.etree.ElementTree,decimal,fractions,datetime,pathlib,tempfile,shutil,tarfile,zipfile,csv,sqlite3,unittest,asyncio,ssl,hashlib,base64,pickle,textwrap,inspect,ast,uuid,random,statistics,socket,selectors,gettext,locale,difflib,pprint,configparser,string,struct,heapq,bisect,enum,functools,contextlib,copy,glob,fnmatch"
 workload() {
   if [ "$wl" = java ]; then
