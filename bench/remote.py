@@ -183,8 +183,9 @@ class Bench:
         if variant in ("empty", "warm"):
             self.mount(url, mnt, f"delay={DELAY},cache_dir={dc},stats={stats}")
         elif variant in ("oempty", "owarm"):
+            # noprofile: the hot prefix alone, not a profile learnt in the cache dir
             self.mount(url.replace(".cairn", "-ordered.cairn"), mnt,
-                       f"delay={DELAY},cache_dir={dc}-o,prefetch,stats={stats}")
+                       f"delay={DELAY},cache_dir={dc}-o,prefetch,noprofile,stats={stats}")
         elif variant == "curl":
             time.sleep(0.020)  # the delay of its one request
             copy = os.path.join(self.work, "copy.cairn")
@@ -293,9 +294,11 @@ connection), and cairn's own delay layer adds **20 ms to every HTTP request**
 the kernel here has no netem. Cold = `drop_caches` and a fresh mount; times are mount +
 workload. Side by side, round-robin:
 
-- *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left;
+- *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left,
+  with the profile that run learnt there (a mount with `cache_dir` learns one by default:
+  the warm run prefetches and pushes it);
 - *ordered + prefetch*: the image rebuilt with `mkfs --order` from one traced cold run,
-  mounted with `-o prefetch`;
+  mounted with `-o prefetch,noprofile` (the hot prefix alone);
 - *curl the whole image, then run*: what users do today (`curl -o`, plus 20 ms for its one
   request, then a local mount);
 - *cairn local file, 20 ms delay*: the same image as a local file through the same delay

@@ -122,6 +122,14 @@ struct cairn_diskcache_stats {
 };
 int cairn_bdev_diskcache_stats(struct cairn_bdev *dev, struct cairn_diskcache_stats *out);
 
+/* The path of a file the disk cache's directory keeps about this image beside
+ * its chunks, "DIR/KEY" followed by suffix (the mount's learned profile is
+ * DIR/KEY.profile). Such files are not chunks: they do not count in max_bytes
+ * and eviction leaves them. dev may be the disk cache device or any device
+ * stacked above it; -EINVAL if there is none, -ENAMETOOLONG. */
+int cairn_bdev_diskcache_file(struct cairn_bdev *dev, const char *suffix, char *out,
+			      size_t out_len);
+
 /* Offline opens: cairn_diskcache_remember() notes that `url` was the image with
  * this key and size (DIR/.origins/HASH, written to a tmp name and renamed);
  * cairn_bdev_diskcache_offline() then opens a disk cache device for url from

@@ -714,6 +714,18 @@ void cairn_cache_drain(struct cairn_cache *c)
 	evict_to_budget(c, 0);
 }
 
+void cairn_cache_lower_budget(struct cairn_cache *c, size_t bytes)
+{
+	if (c->passthrough || !bytes || bytes >= c->budget)
+		return;
+	workers_drain(c);
+	/* Taken by every worker before its next job, so they see the new value. */
+	pthread_mutex_lock(&c->job_lock);
+	c->budget = bytes;
+	pthread_mutex_unlock(&c->job_lock);
+	evict_to_budget(c, 0);
+}
+
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 {
 	memset(out, 0, sizeof(*out));

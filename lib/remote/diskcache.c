@@ -61,6 +61,7 @@ struct dc_bdev {
 	struct cairn_bdev base;
 	int dir_fd, key_fd, lock_fd, usage_fd;
 	char key[NAME_MAX + 1];
+	char *dir;                   /* as configured (cairn_bdev_diskcache_file) */
 	uint64_t max_bytes;
 	size_t chunk;
 	int scanned;                 /* DIR measured by this open (under lock) */
@@ -444,6 +445,7 @@ static void dc_close(struct cairn_bdev *dev)
 	close(d->lock_fd);
 	close(d->usage_fd);
 	pthread_mutex_destroy(&d->lock);
+	free(d->dir);
 	free(d);
 }
 
@@ -521,7 +523,8 @@ int cairn_bdev_diskcache_new(struct cairn_bdev *below, const struct cairn_diskca
 	d->chunk = chunk;
 	pthread_mutex_init(&d->lock, NULL);
 	(void)cairn_bdev_init(&d->base, &dc_ops, below, cairn_bdev_size(below));
-	rc = dc_open_files(d, cfg->dir);
+	d->dir = strdup(cfg->dir);
+	rc = d->dir ? dc_open_files(d, cfg->dir) : -ENOMEM;
 	if (rc == 0) {
 		/* A lowered budget is met now; otherwise the first store measures. */
 		dir_lock(d);
@@ -552,6 +555,21 @@ int cairn_bdev_diskcache_stats(struct cairn_bdev *dev, struct cairn_diskcache_st
 			.torn = atomic_load(&d->torn), .write_errors = atomic_load(&d->write_errors),
 			.used_bytes = atomic_load(&d->used),
 		};
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cairn_bdev_diskcache_file(struct cairn_bdev *dev, const char *suffix, char *out,
+			      size_t out_len)
+{
+	for (; dev; dev = dev->below) {
+		const struct dc_bdev *d = (const struct dc_bdev *)dev;
+
+		if (dev->ops != &dc_ops)
+			continue;
+		if (snprintf(out, out_len, "%s/%s%s", d->dir, d->key, suffix) >= (int)out_len)
+			return -ENAMETOOLONG;
 		return 0;
 	}
 	return -EINVAL;

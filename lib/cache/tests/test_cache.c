@@ -377,8 +377,8 @@ static void test_delivered(void **state)
 	rig_close(&r);
 }
 
-/* Ranges in the order they are wanted: merged into max_io runs (gaps filled),
- * most wanted first, at most the budget. */
+/* Ranges in the order they are wanted: merged into max_io runs (gaps filled
+ * while the run stays half wanted), most wanted first, at most the budget. */
 static void test_prefetch_ranges(void **state)
 {
 	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 4u << 20 };
@@ -417,6 +417,19 @@ static void test_prefetch_ranges(void **state)
 	assert_int_equal(cairn_cache_prefetch_ranges(r.cache, want, 1), 4u << 20);
 	cairn_cache_drain(r.cache);
 	assert_int_equal(dev_requests(&r), 4);
+	rig_close(&r);
+
+	/* A gap is filled only while the run stays at least half wanted: a sparse
+	 * profile on a link with a bandwidth would pay for the holes' bytes. */
+	rig_open(&r, 8u << 20, &cfg, 0);
+	want[0] = (struct cairn_range){ 65536 * 40, 4096 };     /* one wanted ... */
+	want[1] = (struct cairn_range){ 65536 * 44, 4096 };     /* ... 3 unwanted: apart */
+	want[2] = (struct cairn_range){ 65536 * 50, 65536 * 2 }; /* two wanted ... */
+	want[3] = (struct cairn_range){ 65536 * 53, 4096 };     /* ... 1 unwanted: joined */
+	got = cairn_cache_prefetch_ranges(r.cache, want, 4);
+	cairn_cache_drain(r.cache);
+	assert_int_equal(got, (1 + 1 + 4) * 65536);
+	assert_int_equal(dev_requests(&r), 3);
 	rig_close(&r);
 }
 

@@ -175,6 +175,40 @@ static void test_bound(void **state)
 	cairn_bdev_close(d);
 }
 
+/* Files kept beside an image's chunks (its learnt profile): named after the
+ * key, outside the bound, never evicted. */
+static void test_side_file(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t max = SZ / 2;
+	struct cairn_bdev *d = open_dc(fx, max), *up;
+	char path[256], want[256], tiny[8];
+	struct stat st;
+	FILE *f;
+
+	assert_int_equal(cairn_bdev_diskcache_file(d, ".profile", path, sizeof(path)), 0);
+	snprintf(want, sizeof(want), "%s/img-1.profile", fx->dir);
+	assert_string_equal(path, want);
+	assert_int_equal(cairn_bdev_diskcache_file(d, ".profile", tiny, sizeof(tiny)),
+			 -ENAMETOOLONG);
+	assert_int_equal(cairn_bdev_stats_new(d, &up), 0); /* found from above too */
+	assert_int_equal(cairn_bdev_diskcache_file(up, "", path, sizeof(path)), 0);
+	assert_int_equal(cairn_bdev_diskcache_file(fx->fault, "", path, sizeof(path)), -EINVAL);
+	f = fopen(want, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 3 * SZ / 4; i++) /* larger than what the bound leaves */
+		fputc('x', f);
+	fclose(f);
+	for (uint64_t off = 0; off < SZ; off += 3 * CHUNK) {
+		size_t len = off + 3 * CHUNK < SZ ? 3 * CHUNK : SZ - off;
+
+		check_read(up, fx->src, len, off);
+	}
+	assert_int_equal(stat(want, &st), 0);
+	assert_int_equal(st.st_size, 3 * SZ / 4);
+	cairn_bdev_close(up);
+}
+
 static void damage(const char *dir, uint64_t index, int how)
 {
 	char p[256];
@@ -320,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_reads_and_offline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_side_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key, setup, teardown),
