@@ -112,6 +112,9 @@ static int block0_assigned(const struct cairn_image *img, size_t off)
 	if ((img->incompat & CAIRN_INCOMPAT_CHUNKED) && off >= CAIRN_CHUNKED_SUPER_OFF &&
 	    off < CAIRN_CHUNKED_SUPER_OFF + CAIRN_CHUNKED_SUPER_SIZE)
 		return 1; /* the compression record, checked at open */
+	if ((img->incompat & CAIRN_INCOMPAT_META_Z) && off >= CAIRN_META_Z_SUPER_OFF &&
+	    off < CAIRN_META_Z_SUPER_OFF + CAIRN_META_Z_SUPER_SIZE)
+		return 1; /* the metadata compression record, checked at open */
 	return (img->compat & CAIRN_COMPAT_VERITY) && off >= CAIRN_VERITY_SUPER_OFF &&
 	       off < CAIRN_VERITY_SUPER_OFF + sizeof(struct cairn_disk_verity_super);
 }
