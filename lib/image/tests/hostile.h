@@ -45,8 +45,10 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
  * /sparse (1 MiB with two data runs), /link -> dir/mid, /hard = /big's twin
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
  * malloc'd image; *len its size. With a codec the image is compressed in
- * chunks of 2^chunk_log2 bytes (0: the default). */
-static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
+ * chunks of 2^chunk_log2 bytes (0: the default); plain_meta as in
+ * cairn_mkfs_opts (0: compressed metadata, the default). */
+static inline uint8_t *hostile_build_meta(size_t *len, unsigned codec, unsigned chunk_log2,
+					  int plain_meta)
 {
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
 	struct cairn_mkfs_opts o;
@@ -85,6 +87,7 @@ static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned ch
 	o.mtime = 1000;
 	o.codec = codec;
 	o.chunk_log2 = chunk_log2;
+	o.plain_meta = plain_meta;
 	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
 		abort();
 	fd = memfd_create("hostile-image", MFD_CLOEXEC);
@@ -109,6 +112,13 @@ static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned ch
 	rmdir(dir);
 #undef P
 	return buf;
+}
+
+/* The tests that patch records in place need them where the superblock says:
+ * the metadata stored as is. */
+static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
+{
+	return hostile_build_meta(len, codec, chunk_log2, 1);
 }
 
 static inline uint8_t *hostile_build(size_t *len)
