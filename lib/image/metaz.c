@@ -66,6 +66,7 @@ int cairn_image_metaz_open(struct cairn_image *img, char *why, size_t why_len)
 	 * its size (the memory it takes once loaded) is bounded by the image. */
 	if (img->mz_count != ((img->meta_len - 1) >> img->mz_log2) + 1 ||
 	    img->mz_index_off < img->mz_area_off ||
+	    img->mz_index_off > img->mz_area_off + img->mz_area_len ||
 	    img->mz_count > (img->mz_area_off + img->mz_area_len - img->mz_index_off) /
 			    CAIRN_CHUNK_SIZE)
 		return cairn_image_why(why, why_len, -CAIRN_ECORRUPT,
