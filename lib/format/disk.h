@@ -224,8 +224,10 @@ struct cairn_disk_metaz_super {
 	uint64_t index_off;       /* absolute offset of the block index, inside the area */
 	uint64_t block_count;     /* records in it: ceil(meta_len / block size) */
 	uint64_t index_hash;      /* XXH3-64 of the block_count * 16 index bytes */
-	uint64_t stored_bytes;    /* informational: sum of stored_len over the index */
-	uint8_t  reserved[56];
+	uint64_t stored_bytes;    /* sum of stored_len over the index: the blocks' bytes
+				   * follow the index back to back */
+	uint64_t stored_hash;     /* XXH3-64 of those stored_bytes bytes (fsck) */
+	uint8_t  reserved[48];
 	uint64_t hash;            /* XXH3-64 of these 128 bytes with this field zero */
 };
 

@@ -162,6 +162,11 @@ static int check_checksums(struct fsck *f)
 	}
 	if (XXH3_64bits_digest(st) != cairn_le64(img->raw.csum_table_hash))
 		problem(f, "checksum table: hash mismatch");
+	rc = cairn_image_metaz_check(img);
+	if (rc == -CAIRN_ECORRUPT)
+		problem_rc(f, rc, "metadata");
+	else if (rc)
+		goto out;
 	for (uint64_t b = 0; b < img->meta_blocks; b++) {
 		rc = cairn_image_verify_block(img, b);
 		if (rc == -CAIRN_ECORRUPT) {

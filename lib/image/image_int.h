@@ -96,6 +96,9 @@ int cairn_image_why(char *why, size_t why_len, int err, const char *fmt, ...)
  * CAIRN_INCOMPAT_META_Z); freed at close. */
 int cairn_image_metaz_open(struct cairn_image *img, char *why, size_t why_len);
 void cairn_image_metaz_fini(struct cairn_image *img);
+/* fsck: the stored blocks against the record's stored_hash (every stored byte,
+ * including bytes whose change a decompressor would not notice). */
+int cairn_image_metaz_check(struct cairn_image *img);
 /* Reads [off, off+len) of the metadata region as it is logically, without
  * checking the checksums: from the device, or through the decompressed blocks
  * of compressed metadata. The range lies in the region (meta_read checks). */

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <xxhash.h>
 #include <string.h>
 #include <cairn/error.h>
 #include "format/format_int.h"
@@ -188,4 +189,39 @@ int cairn_image_meta_fetch(struct cairn_image *img, void *buf, size_t len, uint6
 		len -= n;
 	}
 	return 0;
+}
+
+int cairn_image_metaz_check(struct cairn_image *img)
+{
+	uint64_t stored = cairn_le64(img->mzraw.stored_bytes), done = 0;
+	uint64_t off = img->mz_index_off + img->mz_count * CAIRN_CHUNK_SIZE;
+	const struct cairn_disk_chunk *ix;
+	XXH3_state_t *st;
+	char *buf;
+	int rc;
+
+	if (!(img->incompat & CAIRN_INCOMPAT_META_Z))
+		return 0;
+	if ((rc = index_get(img, &ix)))
+		return rc;
+	if (!cairn_add_ok(off, stored, img->mz_area_off + img->mz_area_len))
+		return cairn_image_corrupt(img, "stored metadata: %llu bytes past the stored area",
+					   (unsigned long long)stored);
+	st = XXH3_createState();
+	buf = malloc(1u << 20);
+	rc = st && buf && XXH3_64bits_reset(st) == XXH_OK ? 0 : -ENOMEM;
+	while (!rc && done < stored) {
+		size_t n = stored - done < (1u << 20) ? (size_t)(stored - done) : 1u << 20;
+
+		rc = cairn_image_dev_read(img, buf, n, off + done, NULL);
+		if (!rc)
+			XXH3_64bits_update(st, buf, n);
+		done += n;
+	}
+	if (!rc && XXH3_64bits_digest(st) != cairn_le64(img->mzraw.stored_hash))
+		rc = cairn_image_corrupt(img, "stored metadata at %llu: hash mismatch",
+					 (unsigned long long)off);
+	XXH3_freeState(st);
+	free(buf);
+	return rc;
 }

@@ -25,6 +25,7 @@ struct mk_metaz {
 	uint64_t area_off, cursor;  /* the stored area; where the next block goes */
 	uint64_t stored;
 	struct cairn_disk_chunk *index;
+	XXH3_state_t *hash;        /* of the stored bytes, in order */
 	ZSTD_CCtx *cctx;
 	void *out;
 	size_t out_cap;
@@ -42,9 +43,10 @@ int mk_metaz_new(uint64_t meta_len, uint64_t area_off, struct mk_metaz **out)
 	z->cursor = area_off + z->count * CAIRN_CHUNK_SIZE;
 	z->index = calloc((size_t)z->count, CAIRN_CHUNK_SIZE);
 	z->cctx = ZSTD_createCCtx();
+	z->hash = XXH3_createState();
 	z->out_cap = ZSTD_compressBound((size_t)1 << z->log2);
 	z->out = malloc(z->out_cap);
-	if (!z->index || !z->cctx || !z->out) {
+	if (!z->index || !z->cctx || !z->out || !z->hash || XXH3_64bits_reset(z->hash) != XXH_OK) {
 		mk_metaz_free(z);
 		return -ENOMEM;
 	}
@@ -58,6 +60,7 @@ void mk_metaz_free(struct mk_metaz *z)
 		return;
 	free(z->index);
 	ZSTD_freeCCtx(z->cctx);
+	XXH3_freeState(z->hash);
 	free(z->out);
 	free(z);
 }
@@ -89,6 +92,7 @@ static int put_block(struct mk_metaz *z, int fd, const uint8_t *p, size_t n)
 	}
 	if ((rc = mk_pwrite_full(fd, src, len, z->cursor)))
 		return rc;
+	XXH3_64bits_update(z->hash, src, len);
 	c->disk_off = cairn_le64(z->cursor);
 	c->stored_len = cairn_le32((uint32_t)len);
 	c->info = cairn_le32((uint32_t)n | codec << 24);
@@ -135,6 +139,7 @@ int mk_metaz_finish(struct mk_metaz *z, int fd, struct cairn_disk_metaz_super *r
 	rec->block_count = cairn_le64(z->count);
 	rec->index_hash = cairn_le64(XXH3_64bits(z->index, len));
 	rec->stored_bytes = cairn_le64(z->stored);
+	rec->stored_hash = cairn_le64(XXH3_64bits_digest(z->hash));
 	rec->hash = cairn_le64(cairn_format_metaz_csum(rec));
 	*area_end = MK_ALIGN(z->cursor);
 	return 0;
