@@ -353,6 +353,7 @@ def rename(image, old, new):
         img = bytearray(f.read())
         s = list(SUPER.unpack(img[:256]))
         meta_off, meta_len, blob_off, blob_len, csum_off = s[11], s[12], s[20], s[21], s[22]
+        assert not s[5] & 4, "compressed metadata: build the image with mkfs --plain-meta"
         at = img.find(old, blob_off, blob_off + blob_len)
         assert at >= 0, "name not found in the blob"
         img[at:at + len(old)] = new
