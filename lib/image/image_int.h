@@ -59,6 +59,7 @@ struct cairn_image {
 	uint64_t mz_area_off, mz_area_len, mz_index_off, mz_count;
 	pthread_mutex_t mz_lock;         /* loading the index */
 	struct cairn_disk_chunk *_Atomic mz_index; /* owned; NULL until first needed */
+	struct cairn_zcache *mzc;        /* owned: decompressed metadata blocks */
 	struct cairn_profile *profile;   /* owned; NULL unless one was loaded (profile.c) */
 	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
 };

@@ -12,9 +12,10 @@
  * lengths, stored bytes inside the stored area), and each decompressed 4 KiB
  * block against the checksum table by cairn_image_meta_read() as before. A block
  * that does not decompress to exactly its length is corrupt, so a bomb costs one
- * block of memory. Decompressed blocks live in the image's decompressed-chunk
- * cache (zcache.c) under keys of their own, so a lookup decompresses a block
- * once however many records it reads from it.
+ * block of memory. Decompressed blocks live in a decompressed-block cache of
+ * their own (a zcache.c instance with a small budget, CAIRN_META_ZCACHE: the
+ * daemon's memory after a walk of a million files stays what it was), so a
+ * lookup decompresses a block once however many records it reads from it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,9 +26,11 @@
 #include "image_int.h"
 #include "zcache.h"
 
-/* zcache keys of metadata blocks; chunk indexes stay below 2^63 (the chunk
- * table lies in the metadata, 16 bytes a record). */
-#define MZ_KEY (1ull << 63)
+/* Budget of the decompressed metadata blocks: 256 blocks of 16 KiB. A walk of
+ * a million files reads them in order, a lookup a few; the compressed bytes
+ * stay in the segment cache, so a block dropped here costs a decompression,
+ * not a device request. */
+#define CAIRN_META_ZCACHE (4u << 20)
 
 int cairn_image_metaz_open(struct cairn_image *img, char *why, size_t why_len)
 {
@@ -76,7 +79,7 @@ int cairn_image_metaz_open(struct cairn_image *img, char *why, size_t why_len)
 				       (unsigned long long)img->mz_index_off);
 	pthread_mutex_init(&img->mz_lock, NULL);
 	img->mz_init = 1;
-	return img->zc ? 0 : cairn_zcache_new(0, &img->zc);
+	return cairn_zcache_new(CAIRN_META_ZCACHE, &img->mzc);
 }
 
 void cairn_image_metaz_fini(struct cairn_image *img)
@@ -84,6 +87,8 @@ void cairn_image_metaz_fini(struct cairn_image *img)
 	if (!img->mz_init)
 		return;
 	free(atomic_load(&img->mz_index));
+	cairn_zcache_free(img->mzc);
+	img->mzc = NULL;
 	pthread_mutex_destroy(&img->mz_lock);
 	img->mz_init = 0;
 }
@@ -159,7 +164,7 @@ static int load_block(void *ctx, uint64_t key, void *buf, size_t len)
 	struct mz_load *l = ctx;
 
 	(void)len;
-	return cairn_image_stored_decode(l->img, "metadata block", key & ~MZ_KEY, l->c, buf);
+	return cairn_image_stored_decode(l->img, "metadata block", key, l->c, buf);
 }
 
 int cairn_image_meta_fetch(struct cairn_image *img, void *buf, size_t len, uint64_t off)
@@ -179,11 +184,11 @@ int cairn_image_meta_fetch(struct cairn_image *img, void *buf, size_t len, uint6
 		if (rc)
 			return rc;
 		n = c.ulen - in < len ? (size_t)(c.ulen - in) : len;
-		rc = cairn_zcache_get(img->zc, MZ_KEY | blk, c.ulen, load_block, &l, &e, &data);
+		rc = cairn_zcache_get(img->mzc, blk, c.ulen, load_block, &l, &e, &data);
 		if (rc)
 			return rc;
 		memcpy(buf, (const char *)data + in, n);
-		cairn_zcache_put(img->zc, e);
+		cairn_zcache_put(img->mzc, e);
 		buf = (char *)buf + n;
 		off += n;
 		len -= n;
