@@ -143,8 +143,9 @@ static void test_incompat_bit(void **state)
 	free(z.buf);
 }
 
-/* 3000 empty files in 3 directories: the metadata (144 bytes a file as is)
- * is stored in under 16 bytes a file. */
+/* 20000 empty files in 4 directories: the metadata (144 bytes a file as is)
+ * is stored in under 16 bytes a file, and the digest table is one block (it
+ * was sized for 4 KiB of data per empty file: 20 KiB). */
 static void test_compact(void **state)
 {
 	char dir[] = "/tmp/cairn-metaz-XXXXXX", p[256];
@@ -155,10 +156,10 @@ static void test_compact(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	for (int d = 0; d < 3; d++) {
+	for (int d = 0; d < 4; d++) {
 		snprintf(p, sizeof(p), "%s/d%d", dir, d);
 		assert_int_equal(mkdir(p, 0755), 0);
-		for (int f = 0; f < 1000; f++) {
+		for (int f = 0; f < 5000; f++) {
 			snprintf(p, sizeof(p), "%s/d%d/f%04d", dir, d, f);
 			fd = open(p, O_CREAT | O_WRONLY, 0644);
 			assert_true(fd >= 0);
@@ -179,8 +180,9 @@ static void test_compact(void **state)
 		      (unsigned long long)st.meta_stored);
 	assert_true(st.meta_len >= st.inodes * 144);
 	assert_true(st.meta_stored < st.inodes * 16);
-	for (int d = 0; d < 3; d++) {
-		for (int f = 0; f < 1000; f++) {
+	assert_int_equal(st.table_len, CAIRN_BLOCK_SIZE);
+	for (int d = 0; d < 4; d++) {
+		for (int f = 0; f < 5000; f++) {
 			snprintf(p, sizeof(p), "%s/d%d/f%04d", dir, d, f);
 			unlink(p);
 		}
