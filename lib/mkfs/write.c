@@ -833,7 +833,7 @@ static int write_meta(struct layout *l, uint64_t data_end, uint64_t *image_size)
 		rc = write_err(l, w.rc);
 		goto out;
 	}
-	uint64_t image_size_ = *image_size;
+	uint64_t end = *image_size;
 
 	struct cairn_disk_super *s = (struct cairn_disk_super *)sb;
 	uint32_t compat = CAIRN_COMPAT_FILE_HASH, incompat = 0;
@@ -860,7 +860,7 @@ static int write_meta(struct layout *l, uint64_t data_end, uint64_t *image_size)
 	s->incompat = cairn_le32(incompat);
 	s->ro_compat = 0;
 	s->inode_size = cairn_le32(CAIRN_INODE_SIZE);
-	s->image_size = cairn_le64(image_size_);
+	s->image_size = cairn_le64(end);
 	s->inode_count = cairn_le64(l->by_ino.n);
 	s->root_ino = cairn_le64(CAIRN_ROOT_INO);
 	s->meta_off = cairn_le64(l->meta_off);
@@ -876,7 +876,7 @@ static int write_meta(struct layout *l, uint64_t data_end, uint64_t *image_size)
 	s->blob_len = cairn_le64(l->blob.n);
 	s->csum_off = cairn_le64(l->csum_off);
 	s->data_off = cairn_le64(l->data_off);
-	s->data_len = cairn_le64((mz ? MK_ALIGN(data_end) : image_size_) - l->data_off);
+	s->data_len = cairn_le64((mz ? MK_ALIGN(data_end) : end) - l->data_off);
 	s->hot_off = cairn_le64(l->hot_len ? l->data_off : 0);
 	s->hot_len = cairn_le64(l->hot_len);
 	s->build_time = (int64_t)cairn_le64((uint64_t)m->build_time);
@@ -893,7 +893,7 @@ static int write_meta(struct layout *l, uint64_t data_end, uint64_t *image_size)
 	s->super_hash = cairn_le64(cairn_format_super_csum(s));
 
 	if ((rc = mk_pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
-	    (mz && (rc = zero_to(l, l->csum_off + nblocks * 8, image_size_))) ||
+	    (mz && (rc = zero_to(l, l->csum_off + nblocks * 8, end))) ||
 	    (rc = mk_pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
 		rc = write_err(l, rc);
 out:
