@@ -40,6 +40,9 @@ struct cairn_image_info {
 	uint32_t codec, level;      /* the writer's CAIRN_CODEC_* and level (lz4 > 0: lz4hc) */
 	uint64_t chunk_count, frag_count;
 	uint64_t stored_bytes, logical_bytes; /* of all chunks */
+	/* Compressed metadata (all 0 when the metadata is stored as is). */
+	uint64_t meta_block_size;   /* logical metadata block bytes */
+	uint64_t meta_stored_len;   /* bytes of the stored area (index and blocks) */
 };
 
 /* The decompressed-chunk cache of a compressed image (all 0 otherwise). */

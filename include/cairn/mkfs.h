@@ -60,6 +60,9 @@ struct cairn_mkfs_opts {
 	int no_verity;              /* no digest table, no root digest (docs/FORMAT.md
 				     * "Verification"); readers then check metadata only */
 	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 17 (128 KiB) */
+	int plain_meta;             /* store the metadata as is, not in compressed blocks
+				     * (docs/FORMAT.md "Compressed metadata"): readers
+				     * before format 1.2 can read the image */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -138,6 +141,8 @@ struct cairn_mkfs_stats {
 	uint64_t inline_files, sparse_files, dedup_files, dedup_bytes;
 	uint64_t data_bytes;        /* logical bytes of all regular files */
 	uint64_t image_size, meta_len, data_len, hot_len;
+	uint64_t meta_stored;       /* bytes the metadata takes in the image: meta_len, or
+				     * its compressed blocks and their index */
 	int verity;                 /* the image has digests and this root digest: */
 	uint8_t root[32];           /*   SHA-256 of block 0 (cairn_digest_format()) */
 	uint64_t table_len;         /* bytes of the digest table region */

@@ -23,37 +23,46 @@
 #include "image_int.h"
 #include "zcache.h"
 
+int cairn_image_chunk_rec(struct cairn_image *img, const char *what, uint64_t idx,
+			  const struct cairn_disk_chunk *d, uint64_t max_ulen, struct cairn_rchunk *c)
+{
+	unsigned long long n = idx;
+	uint32_t info = cairn_le32(d->info);
+
+	c->disk_off = cairn_le64(d->disk_off);
+	c->stored_len = cairn_le32(d->stored_len);
+	c->ulen = CAIRN_CHUNK_ULEN(info);
+	c->codec = CAIRN_CHUNK_CODEC(info);
+	if (c->codec > CAIRN_CODEC_MAX)
+		return cairn_image_corrupt(img, "%s %llu: unknown codec %u", what, n, c->codec);
+	if (c->ulen == 0 || c->ulen > max_ulen)
+		return cairn_image_corrupt(img, "%s %llu: length %u not in 1..%llu", what, n, c->ulen,
+					   (unsigned long long)max_ulen);
+	if (c->codec == CAIRN_CODEC_ZERO) {
+		if (c->disk_off || c->stored_len)
+			return cairn_image_corrupt(img, "%s %llu: zero chunk with stored bytes", what, n);
+		return 0;
+	}
+	if (c->codec == CAIRN_CODEC_RAW ? c->stored_len != c->ulen
+					: c->stored_len == 0 || c->stored_len >= c->ulen)
+		return cairn_image_corrupt(img, "%s %llu: stored length %u does not fit length %u",
+					   what, n, c->stored_len, c->ulen);
+	return 0;
+}
+
 int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_rchunk *c)
 {
 	struct cairn_disk_chunk d;
 	unsigned long long n = idx;
-	uint32_t info;
 	int rc;
 
 	if (idx >= img->chunk_count)
 		return cairn_image_corrupt(img, "chunk %llu past the chunk table", n);
 	rc = cairn_image_meta_read(img, &d, sizeof(d), img->chunk_off + idx * CAIRN_CHUNK_SIZE);
-	if (rc)
+	if (!rc)
+		rc = cairn_image_chunk_rec(img, "chunk", idx, &d, img->chunk_size, c);
+	if (rc || c->codec == CAIRN_CODEC_ZERO)
 		return rc;
-	info = cairn_le32(d.info);
-	c->disk_off = cairn_le64(d.disk_off);
-	c->stored_len = cairn_le32(d.stored_len);
-	c->ulen = CAIRN_CHUNK_ULEN(info);
-	c->codec = CAIRN_CHUNK_CODEC(info);
-	if (c->codec > CAIRN_CODEC_MAX)
-		return cairn_image_corrupt(img, "chunk %llu: unknown codec %u", n, c->codec);
-	if (c->ulen == 0 || c->ulen > img->chunk_size)
-		return cairn_image_corrupt(img, "chunk %llu: length %u not in 1..%llu", n, c->ulen,
-					   (unsigned long long)img->chunk_size);
-	if (c->codec == CAIRN_CODEC_ZERO) {
-		if (c->disk_off || c->stored_len)
-			return cairn_image_corrupt(img, "chunk %llu: zero chunk with stored bytes", n);
-		return 0;
-	}
-	if (c->codec == CAIRN_CODEC_RAW ? c->stored_len != c->ulen
-					: c->stored_len == 0 || c->stored_len >= c->ulen)
-		return cairn_image_corrupt(img, "chunk %llu: stored length %u does not fit length %u",
-					   n, c->stored_len, c->ulen);
 	if (c->disk_off < img->data_off || !cairn_add_ok(c->disk_off, c->stored_len, img->data_end))
 		return cairn_image_corrupt(img, "chunk %llu: %llu+%u outside the data region", n,
 					   (unsigned long long)c->disk_off, c->stored_len);
@@ -169,8 +178,8 @@ static int decompress(struct cairn_image *img, const struct cairn_rchunk *c, con
 	return -CAIRN_ECORRUPT; /* RAW and ZERO are never decompressed */
 }
 
-static int decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
-		  const struct cairn_cache_hint *hint, void *buf)
+static int decode(struct cairn_image *img, const char *what, uint64_t idx,
+		  const struct cairn_rchunk *c, const struct cairn_cache_hint *hint, void *buf)
 {
 	void *src = malloc(c->stored_len); /* < ulen <= chunk size: checked at load */
 	int rc;
@@ -181,14 +190,14 @@ static int decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchu
 	if (!rc)
 		rc = decompress(img, c, src, buf);
 	if (rc == -CAIRN_ECORRUPT)
-		rc = cairn_image_corrupt(img, "chunk %llu: does not decompress to %u bytes",
+		rc = cairn_image_corrupt(img, "%s %llu: does not decompress to %u bytes", what,
 					 (unsigned long long)idx, c->ulen);
 	free(src);
 	return rc;
 }
 
-int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
-			     void *buf)
+int cairn_image_stored_decode(struct cairn_image *img, const char *what, uint64_t idx,
+			      const struct cairn_rchunk *c, void *buf)
 {
 	struct cairn_cache_hint hint = { c->disk_off, c->disk_off + c->stored_len };
 
@@ -198,7 +207,13 @@ int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct
 	}
 	if (c->codec == CAIRN_CODEC_RAW)
 		return cairn_image_dev_read(img, buf, c->ulen, c->disk_off, &hint);
-	return decode(img, idx, c, &hint, buf);
+	return decode(img, what, idx, c, &hint, buf);
+}
+
+int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+			     void *buf)
+{
+	return cairn_image_stored_decode(img, "chunk", idx, c, buf);
 }
 
 struct load_ctx {
@@ -211,7 +226,7 @@ static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len)
 {
 	struct load_ctx *l = ctx;
 
-	return decode(l->img, key, l->c, l->hint, buf);
+	return decode(l->img, "chunk", key, l->c, l->hint, buf);
 }
 
 /* The device range of a file's own chunks, from its first and last one, so the

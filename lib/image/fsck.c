@@ -299,6 +299,9 @@ static int block0_assigned(const struct cairn_image *img, size_t off)
 	if ((img->incompat & CAIRN_INCOMPAT_CHUNKED) && off >= CAIRN_CHUNKED_SUPER_OFF &&
 	    off < CAIRN_CHUNKED_SUPER_OFF + CAIRN_CHUNKED_SUPER_SIZE)
 		return 1; /* the compression record, checked at open */
+	if ((img->incompat & CAIRN_INCOMPAT_META_Z) && off >= CAIRN_META_Z_SUPER_OFF &&
+	    off < CAIRN_META_Z_SUPER_OFF + CAIRN_META_Z_SUPER_SIZE)
+		return 1; /* the metadata compression record, checked at open */
 	return (img->compat & CAIRN_COMPAT_VERITY) && off >= CAIRN_VERITY_SUPER_OFF &&
 	       off < CAIRN_VERITY_SUPER_OFF + sizeof(struct cairn_disk_verity_super);
 }
@@ -359,6 +362,11 @@ static int check_checksums(struct fsck *f)
 	}
 	if (XXH3_64bits_digest(st) != cairn_le64(img->raw.csum_table_hash))
 		problem(f, "checksum table: hash mismatch");
+	rc = cairn_image_metaz_check(img);
+	if (rc == -CAIRN_ECORRUPT)
+		problem_rc(f, rc, "metadata");
+	else if (rc)
+		goto out;
 	rc = run_pass(f, &(struct pass){ check_blocks, NULL, 0, img->meta_blocks, SHARD_BLOCKS });
 out:
 	XXH3_freeState(st);

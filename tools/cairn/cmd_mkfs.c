@@ -54,6 +54,8 @@ static const char mkfs_help[] =
 	"                     of two; default 128K, the reader's cache segment)\n"
 	"  --no-verity        no digest table and no root digest (readers then check\n"
 	"                     metadata checksums only)\n"
+	"  --plain-meta       store the metadata as is, not in compressed blocks (an\n"
+	"                     image that cairn readers before format 1.2 can read)\n"
 	"  -q, --quiet        no progress bar, summary or warnings\n"
 	"  -h, --help         show this help\n"
 	"\n"
@@ -210,6 +212,8 @@ int cmd_mkfs(int argc, char **argv)
 			o.allow_empty_globs = 1;
 		} else if (!strcmp(a, "--no-verity")) {
 			o.no_verity = 1;
+		} else if (!strcmp(a, "--plain-meta")) {
+			o.plain_meta = 1;
 		} else if (!strcmp(a, "--granule")) {
 			uint64_t g;
 
@@ -349,10 +353,10 @@ int cmd_mkfs(int argc, char **argv)
 		printf("%s: %" PRIu64 " inodes (%" PRIu64 " files, %" PRIu64 " dirs, %" PRIu64
 		       " symlinks, %" PRIu64 " other), %" PRIu64 " inline, %" PRIu64
 		       " sparse, %" PRIu64 " deduplicated; %" PRIu64 " bytes of data; image %" PRIu64
-		       " bytes (metadata %" PRIu64 ", hot prefix %" PRIu64 ")\n",
+		       " bytes (metadata %" PRIu64 ", stored in %" PRIu64 ", hot prefix %" PRIu64 ")\n",
 		       image, s.inodes, s.files, s.dirs, s.symlinks, s.others, s.inline_files,
 		       s.sparse_files, s.dedup_files, s.data_bytes, s.image_size, s.meta_len,
-		       s.hot_len);
+		       s.meta_stored, s.hot_len);
 		if (s.verity) {
 			char d[CAIRN_DIGEST_TEXT_LEN];
 

@@ -638,8 +638,9 @@ static void report_problem(void *ctx, const char *msg)
 
 /* Check every metadata block and structure before mounting (not file data), so a
  * damaged image is refused up front rather than giving EIO later. Metadata sits
- * together near the front, so this is one or a few large reads that lookups
- * would make anyway; above CAIRN_VERIFY_MAX it is left to first use. */
+ * together (at the front, or compressed after the data), so this is one or a
+ * few large reads that lookups would make anyway; above CAIRN_VERIFY_MAX of
+ * logical metadata (what it decompresses and holds) it is left to first use. */
 #define CAIRN_VERIFY_MAX (4u << 20)
 static int verify_meta(struct cairn_image *img, const struct mount_opts *o)
 {

@@ -43,9 +43,10 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
 
 /* The image of the tree at dir (times 1000), compressed in chunks of
  * 2^chunk_log2 bytes with codec (0: the default), laid out by `order` (NULL or
- * the text of an --order file). Returns a malloc'd image; *len its size. */
-static inline uint8_t *hostile_mkfs_order(const char *dir, unsigned codec, unsigned chunk_log2,
-					  const char *order, size_t *len)
+ * the text of an --order file), plain_meta as in cairn_mkfs_opts (0: compressed
+ * metadata, the default). Returns a malloc'd image; *len its size. */
+static inline uint8_t *hostile_mkfs_with(const char *dir, unsigned codec, unsigned chunk_log2,
+					 const char *order, int plain_meta, size_t *len)
 {
 	char order_path[] = "/tmp/cairn-hostile-order-XXXXXX";
 	struct cairn_mkfs_opts o;
@@ -59,6 +60,7 @@ static inline uint8_t *hostile_mkfs_order(const char *dir, unsigned codec, unsig
 	o.mtime = 1000;
 	o.codec = codec;
 	o.chunk_log2 = chunk_log2;
+	o.plain_meta = plain_meta;
 	if (order) {
 		int ofd = mkstemp(order_path);
 
@@ -83,29 +85,22 @@ static inline uint8_t *hostile_mkfs_order(const char *dir, unsigned codec, unsig
 	return buf;
 }
 
+/* The tests that patch records in place need them where the superblock says:
+ * the metadata stored as is. */
 static inline uint8_t *hostile_mkfs(const char *dir, unsigned codec, unsigned chunk_log2,
 				    size_t *len)
 {
-	return hostile_mkfs_order(dir, codec, chunk_log2, NULL, len);
+	return hostile_mkfs_with(dir, codec, chunk_log2, NULL, 1, len);
 }
 
 /* The tree: /small (inline), /big (300 KiB), /dir/mid (9000 B), /dir/sub/deep,
  * /sparse (1 MiB with two data runs), /link -> dir/mid, /hard = /big's twin
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
  * malloc'd image; *len its size. With a codec the image is compressed in
- * chunks of 2^chunk_log2 bytes (0: the default). */
-static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
-					   const char *order);
-
-static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
-{
-	return hostile_build_order(len, codec, chunk_log2, NULL);
-}
-
-/* hostile_build_ex() with `order` (NULL or the text of an --order file) laying
- * out a hot prefix. */
-static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
-					   const char *order)
+ * chunks of 2^chunk_log2 bytes (0: the default), laid out by `order` (NULL or
+ * the text of an --order file); plain_meta as in cairn_mkfs_opts. */
+static inline uint8_t *hostile_build_tree(size_t *len, unsigned codec, unsigned chunk_log2,
+					  const char *order, int plain_meta)
 {
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
 	uint8_t *buf;
@@ -136,7 +131,7 @@ static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned
 	(void)setxattr(P("small"), "user.a", "value-a", 7, 0);
 	(void)setxattr(P("small"), "user.b", "", 0, 0);
 
-	buf = hostile_mkfs_order(dir, codec, chunk_log2, order, len);
+	buf = hostile_mkfs_with(dir, codec, chunk_log2, order, plain_meta, len);
 	/* Remove the tree now: the test only needs the bytes. */
 	unlink(P("dir/sub/deep"));
 	rmdir(P("dir/sub"));
@@ -150,6 +145,26 @@ static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned
 	rmdir(dir);
 #undef P
 	return buf;
+}
+
+static inline uint8_t *hostile_build_meta(size_t *len, unsigned codec, unsigned chunk_log2,
+					  int plain_meta)
+{
+	return hostile_build_tree(len, codec, chunk_log2, NULL, plain_meta);
+}
+
+/* With a hot prefix laid out by `order`, metadata stored as is. */
+static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
+					   const char *order)
+{
+	return hostile_build_tree(len, codec, chunk_log2, order, 1);
+}
+
+/* The tests that patch records in place need them where the superblock says:
+ * the metadata stored as is. */
+static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
+{
+	return hostile_build_tree(len, codec, chunk_log2, NULL, 1);
 }
 
 static inline uint8_t *hostile_build(size_t *len)
