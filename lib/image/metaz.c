@@ -32,6 +32,15 @@
  * not a device request. */
 #define CAIRN_META_ZCACHE (4u << 20)
 
+/* How much of the stored metadata (index, blocks, then the checksum table) is
+ * asked for at once when the index is first needed. Without it the index, the
+ * first block and the checksum table are three dependent misses at the far end
+ * of the image: on a remote image, three round trips before the first lookup
+ * (issue 13 allows two: block 0, then this). A tree's metadata compresses to a
+ * few hundred KiB (the JDK) or 3 MiB (a million empty files), so this is most
+ * or all of it, in the cache's largest requests, in parallel. */
+#define CAIRN_META_AREA_PREFETCH (4u << 20)
+
 int cairn_image_metaz_open(struct cairn_image *img, char *why, size_t why_len)
 {
 	struct cairn_disk_metaz_super *z = &img->mzraw;
@@ -93,6 +102,19 @@ void cairn_image_metaz_fini(struct cairn_image *img)
 	img->mz_init = 0;
 }
 
+/* Ask for the stored area and the checksum table after it in one go (advice:
+ * the reads below wait for it, or fetch on their own if it was not taken). */
+static void prefetch_area(struct cairn_image *img)
+{
+	uint64_t end = img->mz_area_off + img->mz_area_len;
+	struct cairn_range r = { img->mz_index_off, 0 };
+
+	if (img->csum_off >= end && img->csum_off - end < CAIRN_BLOCK_SIZE)
+		end = img->csum_off + img->meta_blocks * 8; /* mkfs puts it right after */
+	r.len = end - r.off < CAIRN_META_AREA_PREFETCH ? end - r.off : CAIRN_META_AREA_PREFETCH;
+	cairn_cache_prefetch_ranges(img->cache, &r, 1);
+}
+
 /* The index, read and checked whole the first time a block is needed. */
 static int index_get(struct cairn_image *img, const struct cairn_disk_chunk **out)
 {
@@ -107,6 +129,7 @@ static int index_get(struct cairn_image *img, const struct cairn_disk_chunk **ou
 	pthread_mutex_lock(&img->mz_lock);
 	ix = atomic_load_explicit(&img->mz_index, memory_order_relaxed);
 	if (!ix) {
+		prefetch_area(img);
 		ix = malloc(len);
 		if (!ix)
 			rc = -ENOMEM;
