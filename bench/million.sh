@@ -44,7 +44,9 @@ cairn="$build/cairn"
 
 cache=/var/tmp/cairn-bench-trees
 tree=$cache/files-1000000
-imgs=$cache/million
+# MILLION_IMGS: a private image dir (so a branch with another cairn build does not
+# rebuild the shared cairn.img under someone else's run)
+imgs=${MILLION_IMGS:-$cache/million}
 mkdir -p "$imgs"
 if [ ! -e "$tree/.complete" ]; then
   echo "million: generating $tree (once)" >&2
@@ -114,12 +116,20 @@ wait_mount() {
 }
 mount_sys() {
   case "$1" in
-    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    cairn) rm -f "$work/stats"
+      $chrt "$cairn" mount -f -o stats="$work/stats" $CAIRN_OPTS "$work/cairn.img" "$mnt" \
+        2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
   esac
   wait_mount "$1"
+}
+# cpu_ms SYSTEM: cairn's daemon CPU (user+sys, all threads) from its stats file,
+# written at unmount; a steadier figure than wall time on a loaded machine.
+cpu_ms() {
+  [ "$1" = cairn ] && [ -s "$work/stats" ] || { echo -; return; }
+  awk '/^cpu_user_us/ { u = $2 } /^cpu_sys_us/ { s = $2 } END { printf "%.0f", (u + s) / 1000 }' "$work/stats"
 }
 rss_mib() {
   [ -n "$pid" ] || { echo -; return; }
@@ -143,22 +153,26 @@ for r in $(seq "$runs"); do
       t1=$(now_ns)
       rss=$(rss_mib)
       umount_all
+      cpu=$(cpu_ms "$s")
       t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-      echo "$s $w $t $rss $n" >> "$out"
-      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB" >&2
+      echo "$s $w $t $rss $n $cpu" >> "$out"
+      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms" >&2
     done
   done
 done
 
 med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "-" }'; }
-echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 |"
-echo "|---|---|---|---|"
+echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 | cairn daemon CPU ms find / find -size 0 |"
+echo "|---|---|---|---|---|"
 for s in $systems; do
   a=$(awk -v s="$s" '$1 == s && $2 == "names" { print $3 }' "$out" | med)
   b=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $3 }' "$out" | med)
   ra=$(awk -v s="$s" '$1 == s && $2 == "names" { print $4 }' "$out" | med)
   rb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $4 }' "$out" | med)
+  ca=$(awk -v s="$s" '$1 == s && $2 == "names" { print $6 }' "$out" | med)
+  cb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $6 }' "$out" | med)
   case $s in squashfs|erofs) ra=-; rb=- ;; esac
-  echo "| $s | $a | $b | $ra / $rb |"
+  [ "$s" = cairn ] || { ca=-; cb=-; }
+  echo "| $s | $a | $b | $ra / $rb | $ca / $cb |"
 done
 echo "(medians of $runs cold runs; load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
