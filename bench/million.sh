@@ -116,20 +116,20 @@ wait_mount() {
 }
 mount_sys() {
   case "$1" in
-    cairn) rm -f "$work/stats"
-      $chrt "$cairn" mount -f -o stats="$work/stats" $CAIRN_OPTS "$work/cairn.img" "$mnt" \
-        2>>"$work/daemon.log" & pid=$! ;;
+    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
   esac
   wait_mount "$1"
 }
-# cpu_ms SYSTEM: cairn's daemon CPU (user+sys, all threads) from its stats file,
-# written at unmount; a steadier figure than wall time on a loaded machine.
+# cpu_ms: the FUSE daemon's CPU time (user + sys, all its threads, in clock
+# ticks from /proc) right after the walk; a steadier figure than wall time on a
+# loaded machine, taken the same way for cairn and squashfuse_ll.
 cpu_ms() {
-  [ "$1" = cairn ] && [ -s "$work/stats" ] || { echo -; return; }
-  awk '/^cpu_user_us/ { u = $2 } /^cpu_sys_us/ { s = $2 } END { printf "%.0f", (u + s) / 1000 }' "$work/stats"
+  [ -n "$pid" ] || { echo -; return; }
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.0f", ($12 + $13) * 1000 / hz }' \
+    "/proc/$pid/stat"
 }
 rss_mib() {
   [ -n "$pid" ] || { echo -; return; }
@@ -152,8 +152,8 @@ for r in $(seq "$runs"); do
       if [ $w = names ]; then n=$($chrt find "$mnt" | wc -l); else n=$($chrt find "$mnt" -type f -size 0 | wc -l); fi
       t1=$(now_ns)
       rss=$(rss_mib)
+      cpu=$(cpu_ms)
       umount_all
-      cpu=$(cpu_ms "$s")
       t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
       echo "$s $w $t $rss $n $cpu" >> "$out"
       echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms" >&2
@@ -162,7 +162,7 @@ for r in $(seq "$runs"); do
 done
 
 med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "-" }'; }
-echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 | cairn daemon CPU ms find / find -size 0 |"
+echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 | daemon CPU ms find / find -size 0 |"
 echo "|---|---|---|---|---|"
 for s in $systems; do
   a=$(awk -v s="$s" '$1 == s && $2 == "names" { print $3 }' "$out" | med)
@@ -172,7 +172,6 @@ for s in $systems; do
   ca=$(awk -v s="$s" '$1 == s && $2 == "names" { print $6 }' "$out" | med)
   cb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $6 }' "$out" | med)
   case $s in squashfs|erofs) ra=-; rb=- ;; esac
-  [ "$s" = cairn ] || { ca=-; cb=-; }
   echo "| $s | $a | $b | $ra / $rb | $ca / $cb |"
 done
 echo "(medians of $runs cold runs; load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
