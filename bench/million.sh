@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     -r) runs=$2; shift 2 ;;
     -b) build=$2; shift 2 ;;
     -w) case "$2" in both) walks="names stat" ;; names|stat) walks=$2 ;; *) exit 2 ;; esac; shift 2 ;;
-    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"
+    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s
     --rebuild) rebuild=1; shift ;;
     *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
@@ -117,6 +117,7 @@ wait_mount() {
 mount_sys() {
   case "$1" in
     cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
