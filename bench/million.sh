@@ -3,7 +3,7 @@
 # `find` over a million files (issue 17): cairn beside squashfuse_ll, and kernel
 # squashfs and EROFS for reference.
 #
-#   bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]
+#   bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]
 #
 # The tree (1,000,000 empty files, 1000 per directory, the same as bench.py's
 # "files" section) and the peer images are made once and kept in
@@ -13,6 +13,8 @@
 # time is the file system's own work, not the disk's. Two walks per system:
 #   find MNT | wc -l                   names only (READDIR, d_type)
 #   find MNT -type f -size 0 | wc -l   every entry stat'ed (READDIRPLUS / LOOKUP)
+# and on request (-w warm) the names walk again on the same mount, after an
+# untimed first one (what the kernel's listing cache serves).
 # Prints one line per run and a median table (seconds, daemon RSS in MiB after the
 # walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
 # `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
@@ -29,10 +31,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -r) runs=$2; shift 2 ;;
     -b) build=$2; shift 2 ;;
-    -w) case "$2" in both) walks="names stat" ;; names|stat) walks=$2 ;; *) exit 2 ;; esac; shift 2 ;;
+    -w) walks= # one or more, e.g. -w "names warm"
+      for x in $2; do
+        case "$x" in both) walks="$walks names stat" ;; names|stat|warm) walks="$walks $x" ;; *) exit 2 ;; esac
+      done
+      shift 2 ;;
     -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s
     --rebuild) rebuild=1; shift ;;
-    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
+    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -149,9 +155,11 @@ for r in $(seq "$runs"); do
       sync
       echo 3 > /proc/sys/vm/drop_caches
       mount_sys "$s"
-      t0=$(now_ns)
+      # warm: daemon CPU is then of both walks
+      [ $w != warm ] || $chrt find "$mnt" > /dev/null
       # find's own CPU (user + sys: its getdents and the kernel's work for them)
-      if [ $w = names ]; then set -- "$mnt"; else set -- "$mnt" -type f -size 0; fi
+      if [ $w = stat ]; then set -- "$mnt" -type f -size 0; else set -- "$mnt"; fi
+      t0=$(now_ns)
       n=$($chrt /usr/bin/time -f "%U %S" -o "$work/ftime" find "$@" | wc -l)
       t1=$(now_ns)
       rss=$(rss_mib)
@@ -166,11 +174,12 @@ for r in $(seq "$runs"); do
 done
 
 med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "-" }'; }
-echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 | daemon CPU ms find / find -size 0 | find's CPU ms find / find -size 0 |"
-echo "|---|---|---|---|---|---|"
+echo "| system | find s | find -size 0 s | find s, warm | daemon RSS MiB after find / after find -size 0 | daemon CPU ms find / find -size 0 | find's CPU ms find / find -size 0 |"
+echo "|---|---|---|---|---|---|---|"
 for s in $systems; do
   a=$(awk -v s="$s" '$1 == s && $2 == "names" { print $3 }' "$out" | med)
   b=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $3 }' "$out" | med)
+  c=$(awk -v s="$s" '$1 == s && $2 == "warm" { print $3 }' "$out" | med)
   ra=$(awk -v s="$s" '$1 == s && $2 == "names" { print $4 }' "$out" | med)
   rb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $4 }' "$out" | med)
   ca=$(awk -v s="$s" '$1 == s && $2 == "names" { print $6 }' "$out" | med)
@@ -178,6 +187,6 @@ for s in $systems; do
   fa=$(awk -v s="$s" '$1 == s && $2 == "names" { print $7 }' "$out" | med)
   fb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $7 }' "$out" | med)
   case $s in squashfs|erofs) ra=-; rb=- ;; esac
-  echo "| $s | $a | $b | $ra / $rb | $ca / $cb | $fa / $fb |"
+  echo "| $s | $a | $b | $c | $ra / $rb | $ca / $cb | $fa / $fb |"
 done
 echo "(medians of $runs cold runs; load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
