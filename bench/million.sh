@@ -3,7 +3,7 @@
 # `find` over a million files (issue 17): cairn beside squashfuse_ll, and kernel
 # squashfs and EROFS for reference.
 #
-#   bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]
+#   bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]
 #
 # The tree (1,000,000 empty files, 1000 per directory, the same as bench.py's
 # "files" section) and the peer images are made once and kept in
@@ -13,6 +13,8 @@
 # time is the file system's own work, not the disk's. Two walks per system:
 #   find MNT | wc -l                   names only (READDIR, d_type)
 #   find MNT -type f -size 0 | wc -l   every entry stat'ed (READDIRPLUS / LOOKUP)
+# and on request (-w warm) the names walk again on the same mount, after an
+# untimed first one (what the kernel's listing cache serves).
 # Prints one line per run and a median table (seconds, daemon RSS in MiB after the
 # walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
 # `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
@@ -29,10 +31,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -r) runs=$2; shift 2 ;;
     -b) build=$2; shift 2 ;;
-    -w) case "$2" in both) walks="names stat" ;; names|stat) walks=$2 ;; *) exit 2 ;; esac; shift 2 ;;
-    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"
+    -w) walks= # one or more, e.g. -w "names warm"
+      for x in $2; do
+        case "$x" in both) walks="$walks names stat" ;; names|stat|warm) walks="$walks $x" ;; *) exit 2 ;; esac
+      done
+      shift 2 ;;
+    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s
     --rebuild) rebuild=1; shift ;;
-    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
+    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,7 +50,9 @@ cairn="$build/cairn"
 
 cache=/var/tmp/cairn-bench-trees
 tree=$cache/files-1000000
-imgs=$cache/million
+# MILLION_IMGS: a private image dir (so a branch with another cairn build does not
+# rebuild the shared cairn.img under someone else's run)
+imgs=${MILLION_IMGS:-$cache/million}
 mkdir -p "$imgs"
 if [ ! -e "$tree/.complete" ]; then
   echo "million: generating $tree (once)" >&2
@@ -115,11 +123,20 @@ wait_mount() {
 mount_sys() {
   case "$1" in
     cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
   esac
   wait_mount "$1"
+}
+# cpu_ms: the FUSE daemon's CPU time (user + sys, all its threads, in clock
+# ticks from /proc) right after the walk; a steadier figure than wall time on a
+# loaded machine, taken the same way for cairn and squashfuse_ll.
+cpu_ms() {
+  [ -n "$pid" ] || { echo -; return; }
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.0f", ($12 + $13) * 1000 / hz }' \
+    "/proc/$pid/stat"
 }
 rss_mib() {
   [ -n "$pid" ] || { echo -; return; }
@@ -138,27 +155,38 @@ for r in $(seq "$runs"); do
       sync
       echo 3 > /proc/sys/vm/drop_caches
       mount_sys "$s"
+      # warm: daemon CPU is then of both walks
+      [ $w != warm ] || $chrt find "$mnt" > /dev/null
+      # find's own CPU (user + sys: its getdents and the kernel's work for them)
+      if [ $w = stat ]; then set -- "$mnt" -type f -size 0; else set -- "$mnt"; fi
       t0=$(now_ns)
-      if [ $w = names ]; then n=$($chrt find "$mnt" | wc -l); else n=$($chrt find "$mnt" -type f -size 0 | wc -l); fi
+      n=$($chrt /usr/bin/time -f "%U %S" -o "$work/ftime" find "$@" | wc -l)
       t1=$(now_ns)
       rss=$(rss_mib)
+      cpu=$(cpu_ms)
       umount_all
       t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-      echo "$s $w $t $rss $n" >> "$out"
-      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB" >&2
+      fcpu=$(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$work/ftime")
+      echo "$s $w $t $rss $n $cpu $fcpu" >> "$out"
+      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms, find CPU $fcpu ms" >&2
     done
   done
 done
 
 med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "-" }'; }
-echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 |"
-echo "|---|---|---|---|"
+echo "| system | find s | find -size 0 s | find s, warm | daemon RSS MiB after find / after find -size 0 | daemon CPU ms find / find -size 0 | find's CPU ms find / find -size 0 |"
+echo "|---|---|---|---|---|---|---|"
 for s in $systems; do
   a=$(awk -v s="$s" '$1 == s && $2 == "names" { print $3 }' "$out" | med)
   b=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $3 }' "$out" | med)
+  c=$(awk -v s="$s" '$1 == s && $2 == "warm" { print $3 }' "$out" | med)
   ra=$(awk -v s="$s" '$1 == s && $2 == "names" { print $4 }' "$out" | med)
   rb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $4 }' "$out" | med)
+  ca=$(awk -v s="$s" '$1 == s && $2 == "names" { print $6 }' "$out" | med)
+  cb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $6 }' "$out" | med)
+  fa=$(awk -v s="$s" '$1 == s && $2 == "names" { print $7 }' "$out" | med)
+  fb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $7 }' "$out" | med)
   case $s in squashfs|erofs) ra=-; rb=- ;; esac
-  echo "| $s | $a | $b | $ra / $rb |"
+  echo "| $s | $a | $b | $c | $ra / $rb | $ca / $cb | $fa / $fb |"
 done
 echo "(medians of $runs cold runs; load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
