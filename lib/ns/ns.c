@@ -574,6 +574,24 @@ int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, v
 	return cairn_image_hot_ranges(ns->img, n->lower, fn, ctx);
 }
 
+int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t *lo,
+			uint64_t *hi)
+{
+	struct ns_node *n = ns_node_get(ns, node);
+
+	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
+		return -ENOENT;
+	return cairn_image_chunk_span(ns->img, n->lower, off, lo, hi);
+}
+
+void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
+{
+	struct ns_node *n = ns_node_get(ns, node);
+
+	if (n->type == S_IFREG && !ns_has_upper(n) && n->has_lower)
+		delivered(ns, n->lower, off, (ssize_t)len);
+}
+
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
 		      cairn_iov_fn fn, void *ctx, int *from_image)
 {

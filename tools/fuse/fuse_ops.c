@@ -448,6 +448,24 @@ static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t si
 		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
 }
 
+/* A read that leaves part of a compressed chunk unread (a random reader's 4 KiB,
+ * either end of a sequential window) decompresses the chunk all the same: queue
+ * the chunk's parts on either side for the page-cache push, so the kernel has
+ * them when they are read (push.c). Done before the reply, which may let the
+ * kernel forget the node. */
+static void push_partial(struct daemon *cf, fuse_ino_t ino, size_t size, off_t off)
+{
+	uint64_t lo = 0, hi = 0, end = (uint64_t)off + size;
+
+	if (!cf->push || !cf->compressed || !size)
+		return;
+	if (cairn_ns_chunk_span(cf->ns, ino, (uint64_t)off, &lo, &hi) == 0 &&
+	    (lo < (uint64_t)off || hi > end))
+		push_span(cf->push, ino, lo, hi);
+	if (end > hi && cairn_ns_chunk_span(cf->ns, ino, end - 1, &lo, &hi) == 0 && hi > end)
+		push_span(cf->push, ino, lo, hi);
+}
+
 static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
@@ -459,6 +477,7 @@ static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * forget the node on another thread. */
 	int traced = cf->trace && cairn_ns_path(cf->ns, ino, path, sizeof(path)) > 0;
 
+	push_partial(cf, ino, size, off);
 	rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
 	if (from_image) {
 		__atomic_add_fetch(&cf->image_reads, 1, __ATOMIC_RELAXED);

@@ -18,6 +18,16 @@
  * another file.
  * If the kernel has dropped the inode meanwhile, notify_store says -ENOENT and the
  * push of that file ends.
+ *
+ * Compressed images: a read of part of a compressed chunk decompresses all of
+ * it, so the rest of the chunk is queued too (push_span), ahead of hot ranges,
+ * and marked delivered once stored (the chunk cache then drops it). A random
+ * 4 KiB reader then costs one decompression per chunk, not one per page: the
+ * kernel serves the chunk's other pages from its cache. It is queued from the
+ * read handler but stored by this thread: a store waits for the pages it
+ * writes to be unlocked, and a page in a read the kernel has sent is locked
+ * until some handler replies to it, which a handler that stored would never do
+ * (with -s, or with every worker storing).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +41,12 @@
 struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
+	int deliver;              /* a chunk's rest: the daemon may drop it once stored */
 };
+
+/* Chunks queued lately, so that the reads that come in for a chunk's other pages
+ * before its push is done do not queue it again. */
+#define RECENT 64
 
 struct push {
 	struct daemon *cf;
@@ -46,6 +61,9 @@ struct push {
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
+	uint64_t spans;           /* chunk rests queued (under lock) */
+	uint64_t recent[RECENT][2]; /* (node, first byte) of the last chunks queued */
+	unsigned recent_n;
 };
 
 static size_t hash_ino(uint64_t k)
@@ -158,7 +176,7 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t pos, uint64_t le
 		f->v = v;
 		f->cap = ncap;
 	}
-	f->v[f->n++] = (struct push_range){ pos, file_off, len, f->node, 0 };
+	f->v[f->n++] = (struct push_range){ pos, file_off, len, f->node, 0, 0 };
 	return 0;
 }
 
@@ -182,6 +200,33 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino)
 		pthread_mutex_unlock(&p->lock);
 	}
 	free(f.v);
+}
+
+/* Lock held: 1 if (node, lo) was queued lately, else remembers it and says 0. */
+static int recent_seen(struct push *p, uint64_t node, uint64_t lo)
+{
+	for (unsigned i = 0; i < RECENT && i < p->recent_n; i++)
+		if (p->recent[i][0] == node && p->recent[i][1] == lo)
+			return 1;
+	p->recent[p->recent_n % RECENT][0] = node;
+	p->recent[p->recent_n % RECENT][1] = lo;
+	p->recent_n++;
+	return 0;
+}
+
+void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
+{
+	struct push_range r = { 0, lo, hi - lo, node, 0, 1 }; /* pos 0: before hot ranges */
+
+	if (!p || hi <= lo)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (!p->stop && !recent_seen(p, node, lo) && heap_push(p, &r) == 0) {
+		cairn_ns_hold(p->cf->ns, node); /* dropped once it is pushed */
+		p->spans++;
+		pthread_cond_signal(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* ---- the pushing thread ---- */
@@ -230,6 +275,8 @@ static size_t push_piece(struct push *p, struct push_range *r)
 			return 0;
 		push_retry_wait(r->tries - 1);
 	}
+	if (r->deliver)
+		cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got);
 	if (off + (uint64_t)got >= end) {
 		r->len = 0;
 		return (size_t)got;
@@ -291,13 +338,14 @@ int push_start(struct daemon *cf, struct push **out)
 	return 0;
 }
 
-void push_counts(struct push *p, uint64_t *files, uint64_t *bytes)
+void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes)
 {
-	*files = *bytes = 0;
+	*files = *spans = *bytes = 0;
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	*files = p->files;
+	*spans = p->spans;
 	*bytes = p->bytes;
 	pthread_mutex_unlock(&p->lock);
 }
