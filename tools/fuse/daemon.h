@@ -80,8 +80,8 @@ int push_start(struct daemon *cf, struct push **out);
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
  * chunk a read decompressed, stored ahead of hot ranges and then delivered
- * (cairn_ns_delivered). Called before the reply to that read; a chunk queued
- * lately is not queued again. */
+ * (cairn_ns_delivered). Called before the reply to that read; a chunk whose
+ * push is on already is not queued again. */
 void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi);
 void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes);
 void push_halt(struct push *p);

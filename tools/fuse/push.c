@@ -44,9 +44,9 @@ struct push_range {
 	int deliver;              /* a chunk's rest: the daemon may drop it once stored */
 };
 
-/* Chunks queued lately, so that the reads that come in for a chunk's other pages
- * before its push is done do not queue it again. */
-#define RECENT 64
+/* Chunk pushes queued or running at most; the reads that come in for a chunk's
+ * other pages before its push is done do not queue it again. */
+#define SPANS_MAX 64
 
 struct push {
 	struct daemon *cf;
@@ -62,8 +62,8 @@ struct push {
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
 	uint64_t spans;           /* chunk rests queued (under lock) */
-	uint64_t recent[RECENT][2]; /* (node, first byte) of the last chunks queued */
-	unsigned recent_n;
+	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
+	unsigned spans_n;
 };
 
 static size_t hash_ino(uint64_t k)
@@ -202,16 +202,26 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino)
 	free(f.v);
 }
 
-/* Lock held: 1 if (node, lo) was queued lately, else remembers it and says 0. */
-static int recent_seen(struct push *p, uint64_t node, uint64_t lo)
+/* Lock held: the slot of chunk push (node, lo) among those on, or spans_n. */
+static unsigned span_find(const struct push *p, uint64_t node, uint64_t lo)
 {
-	for (unsigned i = 0; i < RECENT && i < p->recent_n; i++)
-		if (p->recent[i][0] == node && p->recent[i][1] == lo)
-			return 1;
-	p->recent[p->recent_n % RECENT][0] = node;
-	p->recent[p->recent_n % RECENT][1] = lo;
-	p->recent_n++;
-	return 0;
+	unsigned i = 0;
+
+	while (i < p->spans_n && (p->spans_on[i][0] != node || p->spans_on[i][1] != lo))
+		i++;
+	return i;
+}
+
+/* Lock held: chunk push (node, lo) is done (stored or given up). */
+static void span_done(struct push *p, uint64_t node, uint64_t lo)
+{
+	unsigned i = span_find(p, node, lo);
+
+	if (i < p->spans_n) {
+		p->spans_on[i][0] = p->spans_on[p->spans_n - 1][0];
+		p->spans_on[i][1] = p->spans_on[p->spans_n - 1][1];
+		p->spans_n--;
+	}
 }
 
 void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
@@ -221,7 +231,13 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 	if (!p || hi <= lo)
 		return;
 	pthread_mutex_lock(&p->lock);
-	if (!p->stop && !recent_seen(p, node, lo) && heap_push(p, &r) == 0) {
+	/* A chunk already on is not queued again, and when SPANS_MAX are on, a new
+	 * one is not queued at all: the push is advice, the pages are still read. */
+	if (!p->stop && p->spans_n < SPANS_MAX && span_find(p, node, lo) == p->spans_n &&
+	    heap_push(p, &r) == 0) {
+		p->spans_on[p->spans_n][0] = node;
+		p->spans_on[p->spans_n][1] = lo;
+		p->spans_n++;
 		cairn_ns_hold(p->cf->ns, node); /* dropped once it is pushed */
 		p->spans++;
 		pthread_cond_signal(&p->cond);
@@ -294,6 +310,7 @@ static void *push_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct push_range r;
+		uint64_t lo;
 		size_t done;
 
 		while (!p->n && !p->stop)
@@ -302,9 +319,12 @@ static void *push_main(void *arg)
 			break;
 		r = heap_pop(p);
 		pthread_mutex_unlock(&p->lock);
+		lo = r.file_off;
 		done = push_piece(p, &r);
 		pthread_mutex_lock(&p->lock);
 		p->bytes += done;
+		if (r.deliver) /* a chunk is one piece (at most PUSH_CHUNK) */
+			span_done(p, r.node, lo);
 		if (done && r.len && heap_push(p, &r) == 0)
 			continue; /* still holds its reference */
 		pthread_mutex_unlock(&p->lock);
