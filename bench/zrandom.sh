@@ -56,7 +56,7 @@ umount_sys() {
 
 daemon_pid() { # the cairn daemon serving $mnt
   for p in $(pgrep -x cairn-fuse 2>/dev/null; pgrep -x cairn 2>/dev/null); do
-    tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q -- " $mnt" && { echo "$p"; return; }
+    tr '\0' ' ' 2>/dev/null < /proc/$p/cmdline | grep -q -- " $mnt" && { echo "$p"; return; }
   done
   return 0
 }

@@ -85,6 +85,12 @@ int cairn_image_readdir(struct cairn_image *img, cairn_ino_t dir, uint64_t cooki
 /* Regular files: bytes read (0 at or past EOF). Holes read as zeros. */
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off);
+/* The read is not part of a stream: no read-ahead follows it, and the next read
+ * is not taken as its continuation (the rest of a chunk, copied elsewhere). */
+#define CAIRN_READ_ALONE 1u
+/* cairn_image_read() with CAIRN_READ_* flags. */
+ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
+			       uint64_t off, unsigned flags);
 /* Bytes [off, off+len) of regular file ino were handed to a reader that keeps
  * them (a kernel page cache): their cache segments are dropped once wholly
  * handed on (cairn_cache_delivered), and for a compressed file its decompressed

@@ -130,6 +130,9 @@ int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct ca
 		  uint64_t *fh);
 void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
+/* cairn_ns_read() with cairn_image_read_flags()' CAIRN_READ_* flags for image files. */
+ssize_t cairn_ns_read_flags(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
+			    uint64_t off, unsigned flags);
 /* cairn_image_hot_ranges() of a node that is an image file (not copied up);
  * 0 without calling fn for anything else. */
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx);

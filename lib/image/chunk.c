@@ -245,7 +245,9 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
  * of the last STREAMS reads of the file ended (several streams of one file may
  * interleave: the program's reads and a push). A random reader's read that
  * happens to end at a chunk's end gets no read-ahead: for 4 KiB random reads
- * of a 128 MiB file, that read-ahead decompressed 4.3x the file.
+ * of a 128 MiB file, that read-ahead decompressed 4.3x the file. A read made
+ * with CAIRN_READ_ALONE (the FUSE daemon pushing the rest of a chunk into the
+ * page cache) neither reads ahead nor counts as the end of a stream.
  */
 #define AHEAD_QUEUE 16
 #define STREAMS 16
@@ -490,10 +492,11 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
 }
 
 int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
-			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off)
+			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off,
+			     unsigned flags)
 {
 	struct read_ctx x = { r, buf, off, len, { 0, 0 }, 0, ~(uint64_t)0 };
-	int seq = ahead_sequential(img, ino, off, len);
+	int seq = !(flags & CAIRN_READ_ALONE) && ahead_sequential(img, ino, off, len);
 	int rc = walk_pieces(img, r, off, off + len, read_one, &x);
 
 	if (!rc && seq && x.last_start != ~(uint64_t)0) /* ended at the end of an own chunk */

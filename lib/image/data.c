@@ -119,6 +119,12 @@ static ssize_t read_extents(struct cairn_image *img, cairn_ino_t ino, const stru
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off)
 {
+	return cairn_image_read_flags(img, ino, buf, len, off, 0);
+}
+
+ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
+			       uint64_t off, unsigned flags)
+{
 	struct cairn_rinode r;
 	struct cairn_cache_hint hint;
 	int rc = load_regular(img, ino, &r);
@@ -134,7 +140,7 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 	if (r.flags & CAIRN_IF_INLINE)
 		rc = cairn_image_blob_read(img, buf, len, r.data_ref + off);
 	else if (r.flags & CAIRN_IF_CHUNKED)
-		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off);
+		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off, flags);
 	else if (r.flags & CAIRN_IF_EXTENTS)
 		return read_extents(img, ino, &r, buf, len, off);
 	else {

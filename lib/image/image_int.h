@@ -109,7 +109,8 @@ int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_r
 int cairn_image_chunked_ok(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r);
 /* Bytes [off, off+len) of a CHUNKED file, inside its size. */
 int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
-			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off);
+			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off,
+			     unsigned flags);
 /* The chunk holding file offset off: its index and the offset of its first byte
  * in the file, the tail's fragment included. */
 int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,

@@ -277,7 +277,8 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	ssize_t got;
 
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
-	got = cairn_ns_read(p->cf->ns, r->node, p->buf, want, off);
+	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
+				  r->deliver ? CAIRN_READ_ALONE : 0);
 	if (got <= 0)
 		return 0;
 	bv.buf[0].mem = p->buf;

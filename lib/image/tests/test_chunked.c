@@ -184,7 +184,7 @@ static void test_random_no_readahead(void **state)
 	struct cairn_image *img = open_buf(&b);
 	struct cairn_chunk_cache_stats st;
 	cairn_ino_t ino = ino_of(img, "/big");
-	char buf[4096];
+	char buf[4096], big[16384];
 
 	(void)state;
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 5 * 16384 - 4096),
@@ -199,6 +199,15 @@ static void test_random_no_readahead(void **state)
 	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
 	assert_int_equal(st.misses, 2);
 	assert_int_equal(st.readahead, 1); /* chunk 6, after the sequential run */
+	/* A whole chunk read alone (a push) right after a read that ended at its
+	 * start: not a stream, no read-ahead. */
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 8 * 16384 - 4096),
+			 sizeof(buf));
+	assert_int_equal(cairn_image_read_flags(img, ino, big, sizeof(big), 8 * 16384,
+						CAIRN_READ_ALONE), sizeof(big));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 1);
 	cairn_image_close(img);
 	free(b.buf);
 }
