@@ -88,6 +88,10 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 /* The read is not part of a stream: no read-ahead follows it, and the next read
  * is not taken as its continuation (the rest of a chunk, copied elsewhere). */
 #define CAIRN_READ_ALONE 1u
+/* Compressed files: only from chunks decompressed already (in the chunk cache);
+ * a read that needs another gives -EAGAIN and loads nothing. Raw and zero
+ * chunks and uncompressed files are read as usual. */
+#define CAIRN_READ_CACHED 2u
 /* cairn_image_read() with CAIRN_READ_* flags. */
 ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			       uint64_t off, unsigned flags);

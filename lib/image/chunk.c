@@ -408,9 +408,11 @@ static void read_ahead(struct cairn_image *img, const struct cairn_rinode *r, ui
 	}
 }
 
-/* n bytes at offset coff of chunk idx's content into buf. */
+/* n bytes at offset coff of chunk idx's content into buf; with CAIRN_READ_CACHED
+ * only from a chunk decompressed already (-EAGAIN otherwise). */
 static int read_piece(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
-		      const struct cairn_cache_hint *hint, char *buf, size_t n, uint64_t coff)
+		      const struct cairn_cache_hint *hint, char *buf, size_t n, uint64_t coff,
+		      unsigned flags)
 {
 	struct load_ctx l = { img, c, hint };
 	struct cairn_zentry *e;
@@ -423,7 +425,8 @@ static int read_piece(struct cairn_image *img, uint64_t idx, const struct cairn_
 	}
 	if (c->codec == CAIRN_CODEC_RAW) /* the segment cache holds it as it is */
 		return cairn_image_dev_read(img, buf, n, c->disk_off + coff, hint);
-	rc = cairn_zcache_get(img->zc, idx, c->ulen, load_chunk, &l, &e, &data);
+	rc = cairn_zcache_get(img->zc, idx, c->ulen, flags & CAIRN_READ_CACHED ? NULL : load_chunk,
+			      &l, &e, &data);
 	if (rc == -CAIRN_ECORRUPT && !cairn_image_corruption(img))
 		rc = cairn_image_corrupt(img, "chunk %llu: cached with another length",
 					 (unsigned long long)idx);
@@ -467,6 +470,7 @@ struct read_ctx {
 	struct cairn_cache_hint fh; /* the file's own chunks (file_hint) */
 	int have_fh;
 	uint64_t last_start;        /* first file byte of the last own chunk read, or ~0 */
+	unsigned flags;             /* CAIRN_READ_* */
 };
 
 static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
@@ -488,14 +492,14 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
 		ch.lo = c->disk_off;
 		ch.hi = c->disk_off + c->stored_len;
 	}
-	return read_piece(img, idx, c, &ch, x->buf + (pos - x->off), (size_t)n, coff);
+	return read_piece(img, idx, c, &ch, x->buf + (pos - x->off), (size_t)n, coff, x->flags);
 }
 
 int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off,
 			     unsigned flags)
 {
-	struct read_ctx x = { r, buf, off, len, { 0, 0 }, 0, ~(uint64_t)0 };
+	struct read_ctx x = { r, buf, off, len, { 0, 0 }, 0, ~(uint64_t)0, flags };
 	int seq = !(flags & CAIRN_READ_ALONE) && ahead_sequential(img, ino, off, len);
 	int rc = walk_pieces(img, r, off, off + len, read_one, &x);
 

@@ -250,6 +250,9 @@ int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zca
 			lru_unlink(z, e);
 			lru_push(z, e);
 		}
+	} else if (!fn) { /* only what is cached */
+		pthread_mutex_unlock(&z->lock);
+		return -EAGAIN;
 	} else {
 		e = insert(z, key, len);
 		if (!e) {

@@ -41,9 +41,10 @@ struct cairn_zcache_stats {
 int cairn_zcache_new(size_t budget, struct cairn_zcache **out);
 void cairn_zcache_free(struct cairn_zcache *z);
 void cairn_zcache_set_budget(struct cairn_zcache *z, size_t budget);
-/* The entry of chunk key, holding len bytes, loaded through fn on a miss. On
- * success *data points at its bytes until cairn_zcache_put(). A cached entry of
- * another length is corruption (the caller validated len against the chunk). */
+/* The entry of chunk key, holding len bytes, loaded through fn on a miss (fn
+ * NULL: -EAGAIN on a miss, nothing loaded). On success *data points at its
+ * bytes until cairn_zcache_put(). A cached entry of another length is
+ * corruption (the caller validated len against the chunk). */
 int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zcache_load_fn fn,
 		     void *ctx, struct cairn_zentry **out, const void **data);
 void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e);

@@ -21,7 +21,10 @@
  *
  * Compressed images: a read of part of a compressed chunk decompresses all of
  * it, so the rest of the chunk is queued too (push_span), ahead of hot ranges,
- * and marked delivered once stored (the chunk cache then drops it). A random
+ * and marked delivered once stored (the chunk cache then drops it). It is
+ * pushed only while it is still decompressed (CAIRN_READ_CACHED): once the
+ * kernel has read all of it (the other end of a sequential window), the chunk
+ * cache has dropped it, and loading it again would cost more than it saves. A random
  * 4 KiB reader then costs one decompression per chunk, not one per page: the
  * kernel serves the chunk's other pages from its cache. It is queued from the
  * read handler but stored by this thread: a store waits for the pages it
@@ -278,7 +281,7 @@ static size_t push_piece(struct push *p, struct push_range *r)
 
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
 	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
-				  r->deliver ? CAIRN_READ_ALONE : 0);
+				  r->deliver ? CAIRN_READ_ALONE | CAIRN_READ_CACHED : 0);
 	if (got <= 0)
 		return 0;
 	bv.buf[0].mem = p->buf;

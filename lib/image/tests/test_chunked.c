@@ -233,12 +233,19 @@ static void test_delivered_drops(void **state)
 	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
 	assert_int_equal(st.dropped, 1);
 	assert_int_equal(st.resident_bytes, 0);
+	/* Only from the cache: a dropped chunk is not loaded again. */
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, sizeof(buf), 2 * 16384,
+						CAIRN_READ_CACHED), -EAGAIN);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 1);
 	/* A chunk not cached is left alone; reading it again decompresses it. */
 	cairn_image_delivered(img, ino, 0, 16384);
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 2 * 16384), sizeof(buf));
 	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
 	assert_int_equal(st.misses, 2);
 	assert_int_equal(st.dropped, 1);
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, sizeof(buf), 2 * 16384 + 4096,
+						CAIRN_READ_CACHED), sizeof(buf));
 	cairn_image_close(img);
 	free(b.buf);
 }
