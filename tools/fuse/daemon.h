@@ -79,9 +79,11 @@ int push_start(struct daemon *cf, struct push **out);
  * inode; called before the reply that tells the kernel of the node. */
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
- * chunk a read decompressed, stored ahead of hot ranges and then delivered
- * (cairn_ns_delivered). Called before the reply to that read; a chunk whose
- * push is on already is not queued again. */
+ * chunk a read just decompressed, stored ahead of hot ranges and then delivered
+ * (cairn_ns_delivered). Takes a lookup reference on node that the caller took
+ * (cairn_ns_hold) before replying to that read (the kernel may forget the node
+ * after the reply); it is dropped once pushed, or now if not queued (a chunk
+ * whose push is on already is not queued again). */
 void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi);
 void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes);
 void push_halt(struct push *p);

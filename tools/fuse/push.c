@@ -230,22 +230,23 @@ static void span_done(struct push *p, uint64_t node, uint64_t lo)
 void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 {
 	struct push_range r = { 0, lo, hi - lo, node, 0, 1 }; /* pos 0: before hot ranges */
+	int queued = 0;
 
-	if (!p || hi <= lo)
-		return;
 	pthread_mutex_lock(&p->lock);
 	/* A chunk already on is not queued again, and when SPANS_MAX are on, a new
 	 * one is not queued at all: the push is advice, the pages are still read. */
-	if (!p->stop && p->spans_n < SPANS_MAX && span_find(p, node, lo) == p->spans_n &&
-	    heap_push(p, &r) == 0) {
+	if (!p->stop && hi > lo && p->spans_n < SPANS_MAX &&
+	    span_find(p, node, lo) == p->spans_n && heap_push(p, &r) == 0) {
 		p->spans_on[p->spans_n][0] = node;
 		p->spans_on[p->spans_n][1] = lo;
 		p->spans_n++;
-		cairn_ns_hold(p->cf->ns, node); /* dropped once it is pushed */
 		p->spans++;
+		queued = 1; /* the caller's reference goes with it */
 		pthread_cond_signal(&p->cond);
 	}
 	pthread_mutex_unlock(&p->lock);
+	if (!queued)
+		cairn_ns_forget(p->cf->ns, node, 1);
 }
 
 /* ---- the pushing thread ---- */
