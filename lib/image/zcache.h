@@ -49,7 +49,8 @@ int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zca
 		     void *ctx, struct cairn_zentry **out, const void **data);
 void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e);
 /* Read-ahead: loads chunk key through fn unless it is cached or being loaded
- * already (then returns at once); the entry is left unheld in the cache. */
+ * already, or was dropped once wholly delivered (then returns at once: the
+ * reader has it); the entry is left unheld in the cache. */
 int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
 			  cairn_zcache_load_fn fn, void *ctx);
 /* Bytes [off, off + n) of chunk key's content were handed to a reader that keeps

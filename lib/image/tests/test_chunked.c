@@ -250,6 +250,33 @@ static void test_delivered_drops(void **state)
 	free(b.buf);
 }
 
+/* Read-ahead skips a chunk dropped once delivered (the kernel has it): a
+ * sequential reader's read-ahead that ran behind a parallel reader decompressed
+ * such chunks again for nothing. A read of it loads it. */
+static void test_readahead_skips_delivered(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t ino = ino_of(img, "/big");
+	char buf[16384];
+
+	(void)state;
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 0), sizeof(buf));
+	cairn_image_chunk_drain(img); /* chunk 1 read ahead */
+	cairn_image_delivered(img, ino, 16384, 16384);
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 0), sizeof(buf));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(st.readahead, 1); /* not chunk 1 again */
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 16384), sizeof(buf));
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 2);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 struct reader_arg {
 	struct cairn_image *img;
 	cairn_ino_t ino;
@@ -517,6 +544,7 @@ int main(void)
 		cmocka_unit_test(test_burst_decompresses_once),
 		cmocka_unit_test(test_random_no_readahead),
 		cmocka_unit_test(test_delivered_drops),
+		cmocka_unit_test(test_readahead_skips_delivered),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_hostile_records),
