@@ -241,9 +241,10 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
  * one worker thread, which decompresses them into the chunk cache while the
  * reader returns its data: a cold sequential read keeps both cores busy. A
  * full queue drops the request; a chunk cached or being loaded already is
- * skipped. A read is sequential when it starts the file or starts where one
- * of the last STREAMS reads of the file ended (several streams of one file may
- * interleave: the program's reads and a push). A random reader's read that
+ * skipped. A read is sequential when it is a chunk long or more, starts the
+ * file, or starts where one of the last STREAMS reads of the file ended
+ * (several streams of one file may interleave: the program's reads and a
+ * push). A random reader's read that
  * happens to end at a chunk's end gets no read-ahead: for 4 KiB random reads
  * of a 128 MiB file, that read-ahead decompressed 4.3x the file. A read made
  * with CAIRN_READ_ALONE (the FUSE daemon pushing the rest of a chunk into the
@@ -500,7 +501,10 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 			     unsigned flags)
 {
 	struct read_ctx x = { r, buf, off, len, { 0, 0 }, 0, ~(uint64_t)0, flags };
-	int seq = !(flags & CAIRN_READ_ALONE) && ahead_sequential(img, ino, off, len);
+	/* A read of a chunk or more is a window of a stream (the kernel's
+	 * read-ahead, a push of a hot range) wherever it starts. */
+	int seq = !(flags & CAIRN_READ_ALONE) &&
+		  (ahead_sequential(img, ino, off, len) || len >= img->chunk_size);
 	int rc = walk_pieces(img, r, off, off + len, read_one, &x);
 
 	if (!rc && seq && x.last_start != ~(uint64_t)0) /* ended at the end of an own chunk */

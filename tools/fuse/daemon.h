@@ -79,7 +79,7 @@ int push_start(struct daemon *cf, struct push **out);
  * inode; called before the reply that tells the kernel of the node. */
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
- * chunk a read just decompressed, stored ahead of hot ranges and then delivered
+ * chunk a read just decompressed, stored after hot ranges and then delivered
  * (cairn_ns_delivered). Takes a lookup reference on node that the caller took
  * (cairn_ns_hold) before replying to that read (the kernel may forget the node
  * after the reply); it is dropped once pushed, or now if not queued (a chunk

@@ -20,7 +20,7 @@
  * push of that file ends.
  *
  * Compressed images: a read of part of a compressed chunk decompresses all of
- * it, so the rest of the chunk is queued too (push_span), ahead of hot ranges,
+ * it, so the rest of the chunk is queued too (push_span), after hot ranges,
  * and marked delivered once stored (the chunk cache then drops it). It is
  * pushed only while it is still decompressed (CAIRN_READ_CACHED): once the
  * kernel has read all of it (the other end of a sequential window), the chunk
@@ -229,7 +229,9 @@ static void span_done(struct push *p, uint64_t node, uint64_t lo)
 
 void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 {
-	struct push_range r = { 0, lo, hi - lo, node, 0, 1 }; /* pos 0: before hot ranges */
+	/* After every hot range: those are what the program reads next, and a
+	 * chunk rest is still pushed once they are done, while it is cached. */
+	struct push_range r = { UINT64_MAX, lo, hi - lo, node, 0, 1 };
 	int queued = 0;
 
 	pthread_mutex_lock(&p->lock);

@@ -208,6 +208,11 @@ static void test_random_no_readahead(void **state)
 	cairn_image_chunk_drain(img);
 	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
 	assert_int_equal(st.readahead, 1);
+	/* A chunk or more read anywhere is a window of a stream: read ahead. */
+	assert_int_equal(cairn_image_read(img, ino, big, sizeof(big), 12 * 16384), sizeof(big));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 2);
 	cairn_image_close(img);
 	free(b.buf);
 }
