@@ -17,8 +17,15 @@ src=${ZRANDOM_FILE:-/usr/lib/jvm/java-17-openjdk-amd64/lib/modules}
 systems=${SYSTEMS:-"cairn cairn-lz4hc cairn-zstd erofs-lz4hc squashfuse-zstd"}
 work=$(mktemp -d /dev/shm/cairn-zrandom.XXXXXX)
 mnt=$work/mnt
+unmount() { # MOUNTPOINT: fusermount3 -u, retried for 5 s (a file just closed
+  # may keep the mount busy a moment)
+  _i=0
+  until fusermount3 -u "$1" 2>/dev/null; do
+    _i=$((_i + 1)); [ $_i -lt 25 ] || { fusermount3 -u "$1"; return 1; }; sleep 0.2
+  done
+}
 cleanup() {
-  mountpoint -q "$mnt" 2>/dev/null && { fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"; }
+  mountpoint -q "$mnt" 2>/dev/null && { unmount "$mnt" || umount "$mnt"; }
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -50,7 +57,7 @@ mount_sys() { # system image
 umount_sys() {
   case $1 in
   erofs*) umount "$mnt" ;;
-  *) fusermount3 -u "$mnt" ;;
+  *) unmount "$mnt" ;;
   esac
 }
 

@@ -14,9 +14,16 @@ jdk=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
 here=$(dirname "$(realpath "$0")")
 work=$(mktemp -d /dev/shm/cairn-zwarm.XXXXXX)
 codecs="zstd lz4hc"
+unmount() { # MOUNTPOINT: fusermount3 -u, retried for 5 s (a file just closed
+  # may keep the mount busy a moment)
+  _i=0
+  until fusermount3 -u "$1" 2>/dev/null; do
+    _i=$((_i + 1)); [ $_i -lt 25 ] || { fusermount3 -u "$1"; return 1; }; sleep 0.2
+  done
+}
 cleanup() {
   for c in $codecs; do
-    mountpoint -q "$work/m-$c" 2>/dev/null && fusermount3 -u "$work/m-$c"
+    mountpoint -q "$work/m-$c" 2>/dev/null && unmount "$work/m-$c"
   done
   rm -rf "$work"
 }
@@ -49,7 +56,7 @@ echo "| system | warm s (min-max) | x plain dir | daemon RSS MiB |"
 echo "|---|---|---|---|"
 echo "| plain directory | $1 ($2-$3) | 1.00 | - |"
 for c in $codecs; do
-  fusermount3 -u "$work/m-$c"
+  unmount "$work/m-$c"
   i=0; while [ ! -s "$work/st-$c" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
   rss=$(awk '$1 == "rss_kb" { printf "%.1f", $2 / 1024 }' "$work/st-$c")
   set -- $(median < "$work/t-$c")
