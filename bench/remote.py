@@ -15,6 +15,9 @@ mounted with -o prefetch (the hot prefix is read at mount, in parallel ranges).
 Times are mount + workload (the mount call returns once the mount is up).
 
 usage: bench/remote.py [--build build] [--runs 3] [--only java,python] [--out FILE]
+                      [--variants empty,warm,...]
+--variants runs a subset (to profile one comparison; never with --out): a warm
+variant without its empty one is primed by one untimed run first.
 Needs root (drop_caches, mounts). Prints a markdown table per workload, with the
 issue's goals; --out also writes them to FILE (docs/bench/remote.md, which
 bench/report.py includes in docs/BENCHMARKS.md as is).
@@ -180,8 +183,9 @@ class Bench:
         if variant in ("empty", "warm"):
             self.mount(url, mnt, f"delay={DELAY},cache_dir={dc},stats={stats}")
         elif variant in ("oempty", "owarm"):
+            # noprofile: the hot prefix alone, not a profile learnt in the cache dir
             self.mount(url.replace(".cairn", "-ordered.cairn"), mnt,
-                       f"delay={DELAY},cache_dir={dc}-o,prefetch,stats={stats}")
+                       f"delay={DELAY},cache_dir={dc}-o,prefetch,noprofile,stats={stats}")
         elif variant == "curl":
             time.sleep(0.020)  # the delay of its one request
             copy = os.path.join(self.work, "copy.cairn")
@@ -216,7 +220,12 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default="java,python")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--variants", default=",".join(v for v, _ in VARIANTS))
     args = ap.parse_args()
+    picked = args.variants.split(",")
+    if set(picked) - {v for v, _ in VARIANTS} or (args.out and len(picked) < len(VARIANTS)):
+        ap.error("--variants: a subset of " + ",".join(v for v, _ in VARIANTS) +
+                 " (the full set with --out)")
     b = Bench(args)
     ng = None
     try:
@@ -233,9 +242,12 @@ def main():
             image = os.path.join(b.www, key + ".cairn")
             url = f"http://127.0.0.1:{ng.port}/{key}.cairn"
             dc = os.path.join(b.work, "dc-" + key)
-            res = {v: [] for v, _ in VARIANTS}
+            res = {v: [] for v, _ in VARIANTS if v in picked}
+            for warm, empty in (("warm", "empty"), ("owarm", "oempty")):
+                if warm in picked and empty not in picked:
+                    b.one(key, empty, url, image, dc)  # untimed: fills the cache
             for _ in range(args.runs):
-                for v, _ in VARIANTS:  # round-robin: drift spreads evenly
+                for v in res:  # round-robin: drift spreads evenly
                     res[v].append(b.one(key, v, url, image, dc))
             parts.append(report(key, os.path.getsize(image), res, trace_bytes(b, key)))
         load = (f"Run of {started}, {args.runs} runs per figure (medians, min–max), load "
@@ -244,8 +256,13 @@ def main():
         text = "\n".join(parts) + "\n" + load + "\n"
         print(text)
         if args.out:
+            keep = ""  # a hand-written "## History" section at the end stays
+            if os.path.exists(args.out):
+                with open(args.out) as f:
+                    old = f.read()
+                keep = old[old.find("\n## History"):] if "\n## History" in old else ""
             with open(args.out, "w") as f:
-                f.write(HEADER + "\n" + text)
+                f.write(HEADER + "\n" + text + keep)
     finally:
         if ng:
             ng.stop()  # before cleanup(), which removes its pid file
@@ -277,9 +294,11 @@ connection), and cairn's own delay layer adds **20 ms to every HTTP request**
 the kernel here has no netem. Cold = `drop_caches` and a fresh mount; times are mount +
 workload. Side by side, round-robin:
 
-- *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left;
+- *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left,
+  with the profile that run learnt there (a mount with `cache_dir` learns one by default:
+  the warm run prefetches and pushes it);
 - *ordered + prefetch*: the image rebuilt with `mkfs --order` from one traced cold run,
-  mounted with `-o prefetch`;
+  mounted with `-o prefetch,noprofile` (the hot prefix alone);
 - *curl the whole image, then run*: what users do today (`curl -o`, plus 20 ms for its one
   request, then a local mount);
 - *cairn local file, 20 ms delay*: the same image as a local file through the same delay
@@ -287,7 +306,9 @@ workload. Side by side, round-robin:
 
 "MiB read by the workload" is the sum of its traced first reads, the floor of
 docs/FORMAT.md; "fetched × read" divides the HTTP body bytes by it. Daemon RSS is the
-peak (VmHWM) at unmount; the segment cache budget is 64 MiB.
+peak (VmHWM) at unmount; the segment cache budget is 64 MiB. Daemon CPU is user + system
+time of all its threads (getrusage at unmount): on a shared machine wall times drift with
+the other load, CPU time much less.
 """
 
 
@@ -296,23 +317,30 @@ def report(key, size, res, read):
     out = [f"\n## {title}, {size / 2**20:.0f} MiB image, "
            f"{read / 2**20:.1f} MiB read by the workload (traced)\n"]
     out.append("| variant | s (min–max) | × curl, then run | × local file (no delay) | HTTP requests | MiB fetched "
-          "| fetched × read | daemon RSS MiB |")
-    out.append("|---|---|---|---|---|---|---|---|")
-    curl = med([t for t, _ in res["curl"]])
-    local = med([t for t, _ in res["nodelay"]])
+          "| fetched × read | daemon RSS MiB | daemon CPU ms |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    curl = med([t for t, _ in res["curl"]]) if "curl" in res else None
+    local = med([t for t, _ in res["nodelay"]]) if "nodelay" in res else None
     for v, label in VARIANTS:
+        if v not in res:
+            continue
         ts = [t for t, _ in res[v]]
         ss = [s for _, s in res[v]]
         req = med([s.get("http_requests", 0) for s in ss]) if v in REMOTE else ""
         fetched = med([s.get("http_bytes", 0) for s in ss]) if v in REMOTE else None
         rss = med([s.get("rss_peak_kb", 0) for s in ss]) / 1024
+        cpu = [s["cpu_user_us"] + s["cpu_sys_us"] for s in ss if "cpu_user_us" in s]
+        cpu = f"{med(cpu) / 1000:.0f}" if cpu else ""
         fx = f"{fetched / read:.2f}" if fetched is not None and read else ""
         fm = f"{fetched / 2**20:.1f}" if fetched is not None else (
             f"{size / 2**20:.1f}" if v == "curl" else "")
-        out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {med(ts) / curl:.2f}× "
-              f"| {med(ts) / local:.2f}× | {req} | {fm} | {fx} | {rss:.1f} |")
+        xc = f"{med(ts) / curl:.2f}×" if curl else ""
+        xl = f"{med(ts) / local:.2f}×" if local else ""
+        out.append(f"| {label} | {med(ts):.3f} ({min(ts):.3f}–{max(ts):.3f}) | {xc} "
+              f"| {xl} | {req} | {fm} | {fx} | {rss:.1f} | {cpu} |")
     out.append("")
-    out.append(goals(res, read, curl, local))
+    if len(res) == len(VARIANTS):
+        out.append(goals(res, read, curl, local))
     return "\n".join(out)
 
 

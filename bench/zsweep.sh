@@ -1,17 +1,19 @@
 #!/bin/sh
-# The compression sweep behind mkfs -z's defaults (docs/bench/compression-sweep.md):
-# image size and build time of each reference tree under cairn's codecs, levels and
-# chunk sizes, beside mksquashfs -comp zstd and mkfs.erofs -zlz4hc. One build each,
+# The compression sweep behind mkfs -z's defaults (docs/bench/compression.md, "The
+# sweep behind the defaults"): image size and build time of each reference tree
+# under cairn's codecs, levels and chunk sizes, beside mksquashfs -comp zstd and
+# mkfs.erofs -zlz4hc. One build each,
 # the tree warm in the page cache, every tool on all cores; the images go to tmpfs.
 #   bench/zsweep.sh [BUILD]    (prints a markdown table)
+# ZSWEEP_TREES and ZSWEEP_CONFIGS ("CODEC[,LEVEL]:CHUNK ...") narrow the sweep.
 set -eu
 build=${1:-build}
 cairn=$build/cairn
 work=$(mktemp -d /dev/shm/cairn-zsweep.XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
 walk=/usr/lib/node_modules; [ -d "$walk" ] || walk=/usr/include
-trees="/usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/python3.11 $walk"
-configs="none:128K lz4:128K lz4hc:128K zstd:64K zstd:128K zstd:256K zstd:1M zstd,9:128K zstd,9:512K zstd,15:128K"
+trees=${ZSWEEP_TREES:-"/usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/python3.11 $walk"}
+configs=${ZSWEEP_CONFIGS:-"none:128K lz4:128K lz4hc:128K zstd:64K zstd:128K zstd:256K zstd:1M zstd,9:128K zstd,9:512K zstd,15:128K"}
 
 secs() { # command...: run it, print its wall time in seconds
   t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)

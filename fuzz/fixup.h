@@ -2,7 +2,8 @@
 /*
  * Recomputes the checksums of a (possibly damaged) cairn image in memory: the
  * checksum table entry of every metadata block, csum_table_hash,
- * super_hash and, for a compressed image, the compression record's hash. Used by the fuzz targets, so that a mutated byte in the metadata
+ * super_hash and, for a compressed image, the compression record's hash (and
+ * with compressed metadata its record's hash and index hash). Used by the fuzz targets, so that a mutated byte in the metadata
  * reaches the structure checks behind the checksums instead of stopping at a
  * checksum mismatch, and by tests/progs/craft.c to seal hand-made hostile images.
  *
@@ -45,9 +46,12 @@ static inline int cairn_fixup_checksums(uint8_t *img, size_t size)
 	csum_off = cairn_le64(s.csum_off);
 	blocks = meta_len / CAIRN_BLOCK_SIZE;
 	if (meta_off % CAIRN_BLOCK_SIZE == 0 && meta_len % CAIRN_BLOCK_SIZE == 0 &&
-	    meta_off <= size && meta_len <= size - meta_off &&
+	    ((cairn_le32(s.incompat) & CAIRN_INCOMPAT_META_Z) ||
+	     (meta_off <= size && meta_len <= size - meta_off)) &&
 	    csum_off <= size && blocks <= (size - csum_off) / 8) {
-		cairn_format_csum_fill(img + csum_off, img + meta_off, blocks);
+		/* Compressed metadata is not where meta_off says: its table stays. */
+		if (!(cairn_le32(s.incompat) & CAIRN_INCOMPAT_META_Z))
+			cairn_format_csum_fill(img + csum_off, img + meta_off, blocks);
 		s.csum_table_hash = cairn_le64(cairn_format_table_csum(img + csum_off, blocks));
 	}
 	s.super_hash = cairn_le64(cairn_format_super_csum(&s));
@@ -69,6 +73,23 @@ static inline int cairn_fixup_checksums(uint8_t *img, size_t size)
 		memcpy(&z, img + CAIRN_CHUNKED_SUPER_OFF, sizeof(z));
 		z.hash = cairn_le64(cairn_format_chunked_csum(&z));
 		memcpy(img + CAIRN_CHUNKED_SUPER_OFF, &z, sizeof(z));
+	}
+	/* Compressed metadata: the index hash and the record's own, so mutated
+	 * index records reach their checks (the blocks' bytes are compressed:
+	 * their 4 KiB checksums, over the logical bytes, must catch a mutation). */
+	if ((cairn_le32(s.incompat) & CAIRN_INCOMPAT_META_Z) &&
+	    size >= CAIRN_META_Z_SUPER_OFF + CAIRN_META_Z_SUPER_SIZE) {
+		struct cairn_disk_metaz_super z;
+		uint64_t ioff, icount;
+
+		memcpy(&z, img + CAIRN_META_Z_SUPER_OFF, sizeof(z));
+		ioff = cairn_le64(z.index_off);
+		icount = cairn_le64(z.block_count);
+		if (ioff <= size && icount <= (size - ioff) / CAIRN_CHUNK_SIZE)
+			z.index_hash = cairn_le64(XXH3_64bits(img + ioff,
+							      (size_t)icount * CAIRN_CHUNK_SIZE));
+		z.hash = cairn_le64(cairn_format_metaz_csum(&z));
+		memcpy(img + CAIRN_META_Z_SUPER_OFF, &z, sizeof(z));
 	}
 	return 1;
 }

@@ -13,9 +13,13 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$out"
 rm -f "$out"/*.cairn
 
-mk() { # name [mkfs options]: build $tmp/NAME into $out/NAME.cairn
+mk() { # name [mkfs options]: build $tmp/NAME into $out/NAME.cairn (metadata as is)
   n=$1; shift
-  "$CAIRN" mkfs -q --mtime 0 "$@" "$tmp/$n" "$out/$n.cairn"
+  "$CAIRN" mkfs -q --mtime 0 --plain-meta "$@" "$tmp/$n" "$out/$n.cairn"
+}
+mkz() { # name [mkfs options]: the same tree with compressed metadata, $out/mz-NAME.cairn
+  n=$1; shift
+  "$CAIRN" mkfs -q --mtime 0 "$@" "$tmp/$n" "$out/mz-$n.cairn"
 }
 tree() { rm -rf "$tmp/$1"; mkdir -p "$tmp/$1"; }
 
@@ -52,9 +56,13 @@ mk z --chunk-size 16K -z zstd; mv "$out/z.cairn" "$out/z-zstd.cairn"
 mk z --chunk-size 16K -z lz4; mv "$out/z.cairn" "$out/z-lz4.cairn"
 mk z --chunk-size 16K -z lz4hc --order "$tmp/zorder"; mv "$out/z.cairn" "$out/z-hot.cairn"
 
+# Compressed metadata (mkfs's default): the richest trees again.
+for n in small links xattr sparse many deep; do mkz $n; done
+mkz z --chunk-size 16K -z zstd
+
 # Damaged variants: truncations and flips of the richest seeds.
 cd "$out"
-for s in small links sparse z-zstd; do
+for s in small links sparse z-zstd mz-links mz-z; do
   size=$(stat -c %s $s.cairn)
   head -c 4096 $s.cairn > trunc-super-$s.cairn
   head -c $((size - 4096)) $s.cairn > trunc-tail-$s.cairn
@@ -62,7 +70,8 @@ done
 python3 - "$out" <<'EOF'
 import sys, os
 out = sys.argv[1]
-for s, offs in (("small", (4096 + 7, 8192 + 100)), ("links", (4200, 60))):
+for s, offs in (("small", (4096 + 7, 8192 + 100)), ("links", (4200, 60)),
+                ("mz-links", (520, 8192 + 40)), ("mz-small", (560, 8192 + 200))):
     b = bytearray(open(os.path.join(out, s + ".cairn"), "rb").read())
     for o in offs:
         c = bytearray(b); c[o] ^= 0x40

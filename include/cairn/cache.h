@@ -96,6 +96,11 @@ void cairn_cache_delivered(struct cairn_cache *c, uint64_t off, uint64_t len);
 /* Wait until queued readahead and prefetch work is done, then hold the cache to
  * its budget (fetches in flight may overshoot it by their slack until then). */
 void cairn_cache_drain(struct cairn_cache *c);
+/* Lowers the budget to bytes (a larger value, 0 or a pass-through cache: no
+ * change), evicting down to it; waits for queued work first. For a user that
+ * learns only after opening that it needs less (a mount that found no profile
+ * to prefetch). Not while other threads read the cache. */
+void cairn_cache_lower_budget(struct cairn_cache *c, size_t bytes);
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out);
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c); /* the device below; not owned */
 size_t cairn_cache_segment_size(const struct cairn_cache *c);

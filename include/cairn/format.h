@@ -20,6 +20,7 @@ extern "C" {
 #define CAIRN_FORMAT_VERSION_MAJOR 1 /* of the format; the library's is in version.h */
 #define CAIRN_FORMAT_VERSION_MINOR 0
 #define CAIRN_FORMAT_VERSION_MINOR_CHUNKED 1 /* version_minor of an image with CAIRN_INCOMPAT_CHUNKED */
+#define CAIRN_FORMAT_VERSION_MINOR_META_Z  2 /* version_minor of an image with CAIRN_INCOMPAT_META_Z */
 #define CAIRN_BLOCK_SIZE       4096u
 #define CAIRN_BLOCK_SHIFT      12
 #define CAIRN_ROOT_INO         1u
@@ -36,7 +37,9 @@ extern "C" {
 #define CAIRN_COMPAT_VERITY        (1u << 2) /* block 0 holds a verity record (SHA-256 digests) */
 #define CAIRN_INCOMPAT_EXTENTS     (1u << 0) /* some files use the extent table (sparse) */
 #define CAIRN_INCOMPAT_CHUNKED     (1u << 1) /* compressed chunks: a compression record in block 0 */
-#define CAIRN_INCOMPAT_KNOWN       (CAIRN_INCOMPAT_EXTENTS | CAIRN_INCOMPAT_CHUNKED)
+#define CAIRN_INCOMPAT_META_Z      (1u << 2) /* metadata stored in compressed blocks: a record in block 0 */
+#define CAIRN_INCOMPAT_KNOWN       (CAIRN_INCOMPAT_EXTENTS | CAIRN_INCOMPAT_CHUNKED | \
+				    CAIRN_INCOMPAT_META_Z)
 #define CAIRN_COMPAT_KNOWN         (CAIRN_COMPAT_HOT_PREFIX | CAIRN_COMPAT_FILE_HASH | \
 				    CAIRN_COMPAT_VERITY)
 
@@ -49,6 +52,13 @@ extern "C" {
 /* Compression (CAIRN_INCOMPAT_CHUNKED, docs/FORMAT.md "Compression"). */
 #define CAIRN_CHUNK_LOG2_MIN     14u  /* 16 KiB */
 #define CAIRN_CHUNK_LOG2_MAX     20u  /* 1 MiB */
+
+/* Compressed metadata (CAIRN_INCOMPAT_META_Z, docs/FORMAT.md "Compressed metadata"):
+ * the metadata region is cut into logical blocks of 2^log2 bytes, each stored
+ * compressed on its own. */
+#define CAIRN_META_Z_LOG2_MIN     12u  /* 4 KiB */
+#define CAIRN_META_Z_LOG2_MAX     20u  /* 1 MiB */
+#define CAIRN_META_Z_LOG2_DEFAULT 14u  /* mkfs: 16 KiB (docs/bench/million.md) */
 
 /* Chunk codecs (cairn_disk_chunk.info >> 24). */
 #define CAIRN_CODEC_RAW   0u /* stored as is: stored_len == ulen */

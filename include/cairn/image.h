@@ -40,6 +40,9 @@ struct cairn_image_info {
 	uint32_t codec, level;      /* the writer's CAIRN_CODEC_* and level (lz4 > 0: lz4hc) */
 	uint64_t chunk_count, frag_count;
 	uint64_t stored_bytes, logical_bytes; /* of all chunks */
+	/* Compressed metadata (all 0 when the metadata is stored as is). */
+	uint64_t meta_block_size;   /* logical metadata block bytes */
+	uint64_t meta_stored_len;   /* bytes of the stored area (index and blocks) */
 };
 
 /* The decompressed-chunk cache of a compressed image (all 0 otherwise). */
@@ -194,6 +197,9 @@ int cairn_image_profile_save(struct cairn_image *img, const char *trace_path, co
 #define CAIRN_FSCK_DATA 1u
 /* Images with digests: every granule against the digest table (reads the image). */
 #define CAIRN_FSCK_DIGESTS 2u
+/* Check on n threads (1..256); without it (n = 0), one per online CPU. The
+ * findings, their order and the count are the same at any n. */
+#define CAIRN_FSCK_THREADS(n) (((unsigned)(n) & 0x1ffu) << 8)
 typedef void (*cairn_report_cb)(void *ctx, const char *msg);
 long cairn_image_fsck(struct cairn_image *img, unsigned flags, cairn_report_cb report, void *ctx);
 

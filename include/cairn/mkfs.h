@@ -60,6 +60,9 @@ struct cairn_mkfs_opts {
 	int no_verity;              /* no digest table, no root digest (docs/FORMAT.md
 				     * "Verification"); readers then check metadata only */
 	unsigned granule_shift;     /* log2 of the verity granule: 12..24; 0 = 17 (128 KiB) */
+	int plain_meta;             /* store the metadata as is, not in compressed blocks
+				     * (docs/FORMAT.md "Compressed metadata"): readers
+				     * before format 1.2 can read the image */
 	const char *output;         /* NULL or the image path: an existing file there is
 				     * left out of directory walks (building into the tree) */
 	/* Progress of the data copy: done and total bytes. Called at most every
@@ -77,7 +80,8 @@ struct cairn_mkfs_opts {
 #define CAIRN_MKFS_LZ4HC 2u
 #define CAIRN_MKFS_ZSTD  3u
 #define CAIRN_MKFS_LEVEL_DEFAULT (-1000)
-#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u /* 128 KiB: docs/bench/compression-sweep.md */
+/* 128 KiB: docs/bench/compression.md, "The sweep behind the defaults" */
+#define CAIRN_MKFS_CHUNK_LOG2_DEFAULT 17u
 /* "none", "lz4", "lz4hc", "zstd", optionally ",LEVEL": 0 or -EINVAL. */
 int cairn_mkfs_parse_codec(const char *s, unsigned *codec, int *level);
 
@@ -89,6 +93,11 @@ void cairn_mkfs_free(struct cairn_mkfs *m);
 /* The message of the last failure ("" if none). Valid until the next call. */
 const char *cairn_mkfs_error(const struct cairn_mkfs *m);
 
+/* Add the patterns of a rule file (cairn_pattern_list_parse(): one pattern per
+ * line, '#' comments) to opts.no_compress: files they match store their chunks
+ * raw. Call it before adding any tree or manifest entry (-EINVAL after). Errors
+ * name the file (cairn_mkfs_error()). */
+int cairn_mkfs_add_no_compress_file(struct cairn_mkfs *m, const char *path);
 /* Add the host directory `host_dir` (recursively, symlinks not followed) as the
  * in-image directory `guest_dir` ("/" for the root). The directory itself takes
  * host_dir's attributes. Entries already present are replaced. */
@@ -132,6 +141,8 @@ struct cairn_mkfs_stats {
 	uint64_t inline_files, sparse_files, dedup_files, dedup_bytes;
 	uint64_t data_bytes;        /* logical bytes of all regular files */
 	uint64_t image_size, meta_len, data_len, hot_len;
+	uint64_t meta_stored;       /* bytes the metadata takes in the image: meta_len, or
+				     * its compressed blocks and their index */
 	int verity;                 /* the image has digests and this root digest: */
 	uint8_t root[32];           /*   SHA-256 of block 0 (cairn_digest_format()) */
 	uint64_t table_len;         /* bytes of the digest table region */
@@ -184,6 +195,13 @@ int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx
 /* Write one range record as cairn_order_parse() reads it back, whatever bytes
  * the path holds (the mount's trace= writer). 0, or -EIO when f has failed. */
 int cairn_order_write_record(FILE *f, const char *path, uint64_t offset, uint64_t length);
+
+/* A pattern list (mkfs --no-compress-from): one pattern per line, the line's
+ * surrounding white space trimmed; blank lines and lines starting with '#' are
+ * skipped. cb gets each pattern (not NUL-terminated) and its line number; a
+ * non-zero return stops the parse and is returned. */
+typedef int (*cairn_pattern_cb)(void *ctx, const char *pat, size_t len, unsigned line);
+int cairn_pattern_list_parse(const char *text, size_t len, cairn_pattern_cb cb, void *ctx);
 
 /* fnmatch-based exclude test as mkfs uses it: a pattern starting with '/' is
  * matched against the whole in-image path ("/a/b"), any other pattern against the

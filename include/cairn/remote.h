@@ -87,7 +87,9 @@ int cairn_bdev_http_stats(struct cairn_bdev *dev, struct cairn_http_stats *out);
  * then the shared credentials file (AWS_SHARED_CREDENTIALS_FILE or
  * ~/.aws/credentials). Region defaults to us-east-1; the endpoint to
  * https://BUCKET.s3.REGION.amazonaws.com/KEY, and a given endpoint is used path
- * style (ENDPOINT/BUCKET/KEY). Without credentials the request goes unsigned.
+ * style (ENDPOINT/BUCKET/KEY). KEY is escaped into the URL as SigV4's canonical
+ * URI for S3 has it (each byte but A-Z a-z 0-9 - . _ ~ / as %XX, once).
+ * Without credentials the request goes unsigned.
  * The strings are written into `store` (freed with free()). */
 struct cairn_s3_config {
 	const char *endpoint, *region, *profile;
@@ -119,6 +121,14 @@ struct cairn_diskcache_stats {
 	uint64_t used_bytes;      /* of DIR as of the last store or eviction */
 };
 int cairn_bdev_diskcache_stats(struct cairn_bdev *dev, struct cairn_diskcache_stats *out);
+
+/* The path of a file the disk cache's directory keeps about this image beside
+ * its chunks, "DIR/KEY" followed by suffix (the mount's learned profile is
+ * DIR/KEY.profile). Such files are not chunks: they do not count in max_bytes
+ * and eviction leaves them. dev may be the disk cache device or any device
+ * stacked above it; -EINVAL if there is none, -ENAMETOOLONG. */
+int cairn_bdev_diskcache_file(struct cairn_bdev *dev, const char *suffix, char *out,
+			      size_t out_len);
 
 /* Offline opens: cairn_diskcache_remember() notes that `url` was the image with
  * this key and size (DIR/.origins/HASH, written to a tmp name and renamed);

@@ -79,6 +79,19 @@ void cairn_stack_opts_init(struct cairn_stack_opts *o);
 int cairn_stack_open(const char *path, const struct cairn_stack_opts *opts, char *why,
 		     size_t why_len, struct cairn_stack **out);
 void cairn_stack_close(struct cairn_stack *s);
+/* A small file published beside a remote image: url followed by suffix (for
+ * example URL.profile), from its origin (or the mirrors of opts, each with the
+ * same suffix, as the image fails over) with the HTTP, S3, proxy and TLS
+ * settings of opts, read whole into *text (malloc'd, NUL-terminated; the
+ * caller frees it) and *len. One request when it is at most 256 KiB. -ENOENT when
+ * the server has none (a 404: one request, nothing written to why), -EFBIG when
+ * it is larger than max, -EINVAL when url is not a URL; other errors as
+ * cairn_stack_open(). *requests (may be NULL) gets the requests it sent. It needs
+ * no open stack, so it may run in another thread beside cairn_stack_open(). */
+int cairn_stack_fetch_beside(const char *url, const struct cairn_stack_opts *opts,
+			     const char *suffix, size_t max, char *why, size_t why_len,
+			     char **text, size_t *len, uint64_t *requests);
+
 struct cairn_image *cairn_stack_image(struct cairn_stack *s);
 struct cairn_cache *cairn_stack_cache(struct cairn_stack *s);
 /* The top device, under the cache (for the verify, qcow2, http and disk cache

@@ -377,25 +377,30 @@ static int cmp_seg_idx(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Fetch sorted claims: each run of consecutive segments, up to max_io, is one request. */
-static int fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
-			uint64_t own_hi)
+/* Fetch sorted claims: each run of consecutive segments, up to max_io, is one
+ * request. A reader waits for all of them, so every run but the first goes to
+ * the workers ahead of readahead and travels beside the one fetched here: a
+ * read that is not segment-aligned (9 segments for 1 MiB) or that meets a
+ * segment claimed by another read costs one round trip, not one per run (20 ms
+ * each to a remote server). Errors show in the claims' state. */
+static void fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+			 uint64_t own_hi)
 {
-	size_t per = c->max_io >> c->seg_shift;
-	int err = 0;
+	size_t per = c->max_io >> c->seg_shift, first = 0;
 
 	for (size_t i = 0; i < n;) {
 		size_t k = 1;
-		int rc;
 
 		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
 			k++;
-		rc = fetch_run(c, s + i, k, own_lo, own_hi);
-		if (rc && !err)
-			err = rc;
+		if (i == 0)
+			first = k;
+		else
+			queue_demand(c, s + i, k, own_lo, own_hi);
 		i += k;
 	}
-	return err;
+	if (first)
+		(void)fetch_run(c, s, first, own_lo, own_hi);
 }
 
 /* Claim and queue the readahead a plan asks for, from `from` on. */
@@ -535,7 +540,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	 * extension claims is not this read's (a bad granule next door must not
 	 * fail it). */
 	if (fetch_list->n)
-		(void)fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
+		fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
 	/* Readahead starts past this read's own segments: one that failed its
@@ -543,7 +548,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	if (!err && plan.ra_hi)
 		start_readahead(c, &plan, (last + 1) << c->seg_shift);
 	for (size_t i = 0; i < own.n; i++) {
-		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* READY or FAILED by now */
+		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* a worker may still fetch it */
 
 		if (rc && !err)
 			err = rc;
@@ -706,6 +711,18 @@ void cairn_cache_drain(struct cairn_cache *c)
 	workers_drain(c);
 	/* Fetches that finished after the last eviction pass may have left the
 	 * cache over budget by their slack; once quiet, it is held to the budget. */
+	evict_to_budget(c, 0);
+}
+
+void cairn_cache_lower_budget(struct cairn_cache *c, size_t bytes)
+{
+	if (c->passthrough || !bytes || bytes >= c->budget)
+		return;
+	workers_drain(c);
+	/* Taken by every worker before its next job, so they see the new value. */
+	pthread_mutex_lock(&c->job_lock);
+	c->budget = bytes;
+	pthread_mutex_unlock(&c->job_lock);
 	evict_to_budget(c, 0);
 }
 

@@ -68,6 +68,7 @@ struct stream {
 struct ra_job {
 	struct ra_job *next;
 	int check_only;             /* 1: the segments hold fetched bytes; check and publish */
+	uint64_t own_lo, own_hi;    /* a reader's own segments (fetch_run); lo > hi: none */
 	size_t n;                   /* claimed segments, in order, consecutive */
 	struct seg *segs[];
 };
@@ -187,6 +188,11 @@ int workers_start(struct cairn_cache *c);
 void workers_stop(struct cairn_cache *c);
 /* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue one run of a waiting reader's fetch ahead of all readahead, so it goes
+ * out beside the run the reader fetches itself; takes the claims (fetches them
+ * here when no job can be made). */
+void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+		  uint64_t own_hi);
 /* Queue fetched, unchecked claims for check_segs on a worker; takes the claims
  * (checks them here when no job can be made). */
 void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);

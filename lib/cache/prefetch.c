@@ -6,13 +6,16 @@
  * laid out for that workload jumps around the device. Fetched in that order,
  * range by range, they would cost a request each. So the segments they cover are
  * sorted by device offset and cut into runs of at most max_io, a run also taking
- * the gaps between its pieces: a request costs a round trip whatever it holds,
- * and a max_io request is the most bytes one can cost (measured with 1 ms per
- * request: filling gaps of up to max_io / 4 only, Java Hello's profile took 50
- * requests and Python's 22; any gap within max_io, 47 and 20, for 0.2-1 MB
- * more). The runs are then queued in the order of the most wanted range each
- * holds, so the workers fetch what the program needs first, several at a time
- * where the device has channels.
+ * the gaps between its pieces while at least half of it stays wanted: a request
+ * costs a round trip whatever it holds, but on a link with a bandwidth (a remote
+ * store) every byte of a gap costs too. Measured on the segments a profile wants
+ * (bench/profile_gap.sh): any gap within max_io, Java Hello's profile (234
+ * segments) took 38 requests and 32.0 MiB, Python's (83) 16 and 12.5 MiB, and
+ * Python at 20 ms, 4 channels and 100 MB/s ran 1.50x the ordered image; gaps no
+ * larger than the wanted part of the run, 39 requests and 30.6 MiB, 18 and 11.5
+ * MiB (docs/bench/profile.md has the times). The runs are then queued in the
+ * order of the most wanted range each holds, so the workers fetch what the
+ * program needs first, several at a time where the device has channels.
  */
 #include <stdlib.h>
 #include "cache/cache_internal.h"
@@ -24,6 +27,7 @@ struct want {
 
 struct run {
 	uint64_t lo, hi; /* segments, inclusive */
+	uint64_t wanted; /* segments of it a range needs (the rest fills gaps) */
 	size_t rank;
 };
 
@@ -96,8 +100,9 @@ static size_t collect_wants(struct cairn_cache *c, const struct cairn_range *r, 
 	return u;
 }
 
-/* Cuts sorted wants into runs of at most max_io, gaps filled. Returns the number
- * of runs written to r (room for n). */
+/* Cuts sorted wants into runs of at most max_io, gaps filled while they are no
+ * larger than the wanted part of the run so far. Returns the number of runs
+ * written to r (room for n). */
 static size_t make_runs(const struct cairn_cache *c, const struct want *w, size_t n,
 			struct run *r)
 {
@@ -107,13 +112,14 @@ static size_t make_runs(const struct cairn_cache *c, const struct want *w, size_
 	for (size_t i = 0; i < n; i++) {
 		struct run *last = k ? &r[k - 1] : NULL;
 
-		if (last && w[i].idx - last->lo < per) {
+		if (last && w[i].idx - last->lo < per && w[i].idx - last->hi - 1 <= last->wanted) {
 			last->hi = w[i].idx;
+			last->wanted++;
 			if (w[i].rank < last->rank)
 				last->rank = w[i].rank;
 			continue;
 		}
-		r[k++] = (struct run){ w[i].idx, w[i].idx, w[i].rank };
+		r[k++] = (struct run){ w[i].idx, w[i].idx, 1, w[i].rank };
 	}
 	return k;
 }

@@ -109,17 +109,38 @@ void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 
 /* ---- worker threads ---- */
 
-static void job_push(struct cairn_cache *c, struct ra_job *j)
+/* At the tail (readahead, checks) or, for a reader's demand, at the head. */
+static void job_push(struct cairn_cache *c, struct ra_job *j, int front)
 {
 	pthread_mutex_lock(&c->job_lock);
 	j->next = NULL;
-	if (c->job_tail)
-		c->job_tail->next = j;
-	else
+	if (front) {
+		j->next = c->job_head;
 		c->job_head = j;
-	c->job_tail = j;
+		if (!c->job_tail)
+			c->job_tail = j;
+	} else if (c->job_tail) {
+		c->job_tail->next = j;
+		c->job_tail = j;
+	} else {
+		c->job_head = c->job_tail = j;
+	}
 	pthread_cond_signal(&c->job_cond);
 	pthread_mutex_unlock(&c->job_lock);
+}
+
+static struct ra_job *job_new(struct seg **s, size_t n, int check_only)
+{
+	struct ra_job *j = malloc(sizeof(*j) + n * sizeof(j->segs[0]));
+
+	if (j) {
+		j->check_only = check_only;
+		j->own_lo = 1;
+		j->own_hi = 0;
+		j->n = n;
+		memcpy(j->segs, s, n * sizeof(j->segs[0]));
+	}
+	return j;
 }
 
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
@@ -132,32 +153,39 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 
 		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
 			k++;
-		j = malloc(sizeof(*j) + k * sizeof(j->segs[0]));
-		if (!j) {
+		j = job_new(s + i, k, 0);
+		if (!j)
 			fail_claims(c, s + i, k, -ENOMEM);
-		} else {
-			j->check_only = 0;
-			j->n = k;
-			memcpy(j->segs, s + i, k * sizeof(j->segs[0]));
-			job_push(c, j);
-		}
+		else
+			job_push(c, j, 0);
 		i += k;
 	}
 }
 
+void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+		  uint64_t own_hi)
+{
+	struct ra_job *j = job_new(s, n, 0);
+
+	if (!j) {
+		fetch_run(c, s, n, own_lo, own_hi);
+		return;
+	}
+	j->own_lo = own_lo;
+	j->own_hi = own_hi;
+	job_push(c, j, 1);
+}
+
 void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
 {
-	struct ra_job *j = n ? malloc(sizeof(*j) + n * sizeof(j->segs[0])) : NULL;
+	struct ra_job *j = n ? job_new(s, n, 1) : NULL;
 
 	if (!j) {
 		if (n)
 			check_segs(c, s, n, 1, 0);
 		return;
 	}
-	j->check_only = 1;
-	j->n = n;
-	memcpy(j->segs, s, n * sizeof(j->segs[0]));
-	job_push(c, j);
+	job_push(c, j, 0);
 }
 
 static void *worker_main(void *arg)
@@ -182,7 +210,7 @@ static void *worker_main(void *arg)
 		if (j->check_only)
 			check_segs(c, j->segs, j->n, 1, 0);
 		else
-			fetch_run(c, j->segs, j->n, 1, 0);
+			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
 		free(j);
 
 		pthread_mutex_lock(&c->job_lock);

@@ -15,7 +15,9 @@
  *   offset 0         superblock (one 4 KiB block, struct at its start; the verity
  *                    record at CAIRN_VERITY_SUPER_OFF when CAIRN_COMPAT_VERITY)
  *   4096             digest table (CAIRN_COMPAT_VERITY): SHA-256 of every granule
- *   meta_off         metadata region, 4 KiB-aligned, contiguous:
+ *   meta_off         metadata region, 4 KiB-aligned, contiguous (with
+ *                    CAIRN_INCOMPAT_META_Z a logical space, stored compressed
+ *                    in blocks after the data region):
  *                      inode table   inode N at inode_off + N * CAIRN_INODE_SIZE
  *                      dirent table  directory entries, sorted per directory
  *                      xattr table   xattr entries, sorted per inode
@@ -202,6 +204,33 @@ struct cairn_disk_chunk {
 #define CAIRN_CHUNK_ULEN(info)  ((info) & 0xffffffu)
 #define CAIRN_CHUNK_CODEC(info) ((info) >> 24)
 
+/*
+ * Compressed metadata (CAIRN_INCOMPAT_META_Z). The 128 bytes at
+ * CAIRN_META_Z_SUPER_OFF of block 0; hash = XXH3-64 of them with the hash field
+ * zero. The metadata region [meta_off, meta_off + meta_len) is then a logical
+ * address space: block i of it (2^block_log2 bytes, the last one shorter) is
+ * described by record i of the block index, a cairn_disk_chunk whose ulen is
+ * the block's length and whose stored bytes lie in the stored area.
+ */
+#define CAIRN_META_Z_SUPER_OFF  512u
+
+struct cairn_disk_metaz_super {
+	uint32_t block_log2;      /* logical block size = 1 << block_log2, 12..20 */
+	uint32_t codec;           /* informational: the writer's codec (CAIRN_CODEC_*) */
+	uint32_t level;           /* informational: its level */
+	uint32_t reserved0;
+	uint64_t area_off;        /* stored area: absolute, 4 KiB-aligned; index first */
+	uint64_t area_len;        /* bytes, a multiple of 4096 */
+	uint64_t index_off;       /* absolute offset of the block index, inside the area */
+	uint64_t block_count;     /* records in it: ceil(meta_len / block size) */
+	uint64_t index_hash;      /* XXH3-64 of the block_count * 16 index bytes */
+	uint64_t stored_bytes;    /* sum of stored_len over the index: the blocks' bytes
+				   * follow the index back to back */
+	uint64_t stored_hash;     /* XXH3-64 of those stored_bytes bytes (fsck) */
+	uint8_t  reserved[48];
+	uint64_t hash;            /* XXH3-64 of these 128 bytes with this field zero */
+};
+
 #define CAIRN_SUPER_SIZE   256u
 #define CAIRN_INODE_SIZE   128u
 #define CAIRN_DIRENT_SIZE  16u
@@ -209,6 +238,7 @@ struct cairn_disk_chunk {
 #define CAIRN_EXTENT_SIZE  24u
 #define CAIRN_CHUNKED_SUPER_SIZE 128u
 #define CAIRN_CHUNK_SIZE   16u
+#define CAIRN_META_Z_SUPER_SIZE 128u
 
 _Static_assert(sizeof(struct cairn_disk_super) == CAIRN_SUPER_SIZE, "superblock size");
 _Static_assert(sizeof(struct cairn_disk_inode) == CAIRN_INODE_SIZE, "inode size");
@@ -219,6 +249,8 @@ _Static_assert(sizeof(struct cairn_disk_verity_super) == 128, "verity record siz
 _Static_assert(sizeof(struct cairn_disk_chunked_super) == CAIRN_CHUNKED_SUPER_SIZE,
 	       "chunked superblock size");
 _Static_assert(sizeof(struct cairn_disk_chunk) == CAIRN_CHUNK_SIZE, "chunk size");
+_Static_assert(sizeof(struct cairn_disk_metaz_super) == CAIRN_META_Z_SUPER_SIZE,
+	       "metadata compression record size");
 
 /* Little-endian conversion. On little-endian hosts these compile to nothing; the
  * byte-wise fallback keeps the format right on big-endian ones. */

@@ -74,6 +74,15 @@ static inline uint64_t cairn_format_chunked_csum(const struct cairn_disk_chunked
 	return XXH3_64bits(&t, sizeof(t));
 }
 
+/* The hash field of the metadata compression record. */
+static inline uint64_t cairn_format_metaz_csum(const struct cairn_disk_metaz_super *z)
+{
+	struct cairn_disk_metaz_super t = *z;
+
+	t.hash = 0;
+	return XXH3_64bits(&t, sizeof(t));
+}
+
 /* The dirent type byte for an inode of this mode (its DT_* value). Modes the
  * format does not know give DT_UNKNOWN, which the reader refuses. */
 static inline uint8_t cairn_format_dtype(uint32_t mode)

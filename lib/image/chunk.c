@@ -23,37 +23,46 @@
 #include "image_int.h"
 #include "zcache.h"
 
+int cairn_image_chunk_rec(struct cairn_image *img, const char *what, uint64_t idx,
+			  const struct cairn_disk_chunk *d, uint64_t max_ulen, struct cairn_rchunk *c)
+{
+	unsigned long long n = idx;
+	uint32_t info = cairn_le32(d->info);
+
+	c->disk_off = cairn_le64(d->disk_off);
+	c->stored_len = cairn_le32(d->stored_len);
+	c->ulen = CAIRN_CHUNK_ULEN(info);
+	c->codec = CAIRN_CHUNK_CODEC(info);
+	if (c->codec > CAIRN_CODEC_MAX)
+		return cairn_image_corrupt(img, "%s %llu: unknown codec %u", what, n, c->codec);
+	if (c->ulen == 0 || c->ulen > max_ulen)
+		return cairn_image_corrupt(img, "%s %llu: length %u not in 1..%llu", what, n, c->ulen,
+					   (unsigned long long)max_ulen);
+	if (c->codec == CAIRN_CODEC_ZERO) {
+		if (c->disk_off || c->stored_len)
+			return cairn_image_corrupt(img, "%s %llu: zero chunk with stored bytes", what, n);
+		return 0;
+	}
+	if (c->codec == CAIRN_CODEC_RAW ? c->stored_len != c->ulen
+					: c->stored_len == 0 || c->stored_len >= c->ulen)
+		return cairn_image_corrupt(img, "%s %llu: stored length %u does not fit length %u",
+					   what, n, c->stored_len, c->ulen);
+	return 0;
+}
+
 int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_rchunk *c)
 {
 	struct cairn_disk_chunk d;
 	unsigned long long n = idx;
-	uint32_t info;
 	int rc;
 
 	if (idx >= img->chunk_count)
 		return cairn_image_corrupt(img, "chunk %llu past the chunk table", n);
 	rc = cairn_image_meta_read(img, &d, sizeof(d), img->chunk_off + idx * CAIRN_CHUNK_SIZE);
-	if (rc)
+	if (!rc)
+		rc = cairn_image_chunk_rec(img, "chunk", idx, &d, img->chunk_size, c);
+	if (rc || c->codec == CAIRN_CODEC_ZERO)
 		return rc;
-	info = cairn_le32(d.info);
-	c->disk_off = cairn_le64(d.disk_off);
-	c->stored_len = cairn_le32(d.stored_len);
-	c->ulen = CAIRN_CHUNK_ULEN(info);
-	c->codec = CAIRN_CHUNK_CODEC(info);
-	if (c->codec > CAIRN_CODEC_MAX)
-		return cairn_image_corrupt(img, "chunk %llu: unknown codec %u", n, c->codec);
-	if (c->ulen == 0 || c->ulen > img->chunk_size)
-		return cairn_image_corrupt(img, "chunk %llu: length %u not in 1..%llu", n, c->ulen,
-					   (unsigned long long)img->chunk_size);
-	if (c->codec == CAIRN_CODEC_ZERO) {
-		if (c->disk_off || c->stored_len)
-			return cairn_image_corrupt(img, "chunk %llu: zero chunk with stored bytes", n);
-		return 0;
-	}
-	if (c->codec == CAIRN_CODEC_RAW ? c->stored_len != c->ulen
-					: c->stored_len == 0 || c->stored_len >= c->ulen)
-		return cairn_image_corrupt(img, "chunk %llu: stored length %u does not fit length %u",
-					   n, c->stored_len, c->ulen);
 	if (c->disk_off < img->data_off || !cairn_add_ok(c->disk_off, c->stored_len, img->data_end))
 		return cairn_image_corrupt(img, "chunk %llu: %llu+%u outside the data region", n,
 					   (unsigned long long)c->disk_off, c->stored_len);
@@ -169,8 +178,8 @@ static int decompress(struct cairn_image *img, const struct cairn_rchunk *c, con
 	return -CAIRN_ECORRUPT; /* RAW and ZERO are never decompressed */
 }
 
-static int decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
-		  const struct cairn_cache_hint *hint, void *buf)
+static int decode(struct cairn_image *img, const char *what, uint64_t idx,
+		  const struct cairn_rchunk *c, const struct cairn_cache_hint *hint, void *buf)
 {
 	void *src = malloc(c->stored_len); /* < ulen <= chunk size: checked at load */
 	int rc;
@@ -181,14 +190,14 @@ static int decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchu
 	if (!rc)
 		rc = decompress(img, c, src, buf);
 	if (rc == -CAIRN_ECORRUPT)
-		rc = cairn_image_corrupt(img, "chunk %llu: does not decompress to %u bytes",
+		rc = cairn_image_corrupt(img, "%s %llu: does not decompress to %u bytes", what,
 					 (unsigned long long)idx, c->ulen);
 	free(src);
 	return rc;
 }
 
-int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
-			     void *buf)
+int cairn_image_stored_decode(struct cairn_image *img, const char *what, uint64_t idx,
+			      const struct cairn_rchunk *c, void *buf)
 {
 	struct cairn_cache_hint hint = { c->disk_off, c->disk_off + c->stored_len };
 
@@ -198,7 +207,13 @@ int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct
 	}
 	if (c->codec == CAIRN_CODEC_RAW)
 		return cairn_image_dev_read(img, buf, c->ulen, c->disk_off, &hint);
-	return decode(img, idx, c, &hint, buf);
+	return decode(img, what, idx, c, &hint, buf);
+}
+
+int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+			     void *buf)
+{
+	return cairn_image_stored_decode(img, "chunk", idx, c, buf);
 }
 
 struct load_ctx {
@@ -211,7 +226,7 @@ static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len)
 {
 	struct load_ctx *l = ctx;
 
-	return decode(l->img, key, l->c, l->hint, buf);
+	return decode(l->img, "chunk", key, l->c, l->hint, buf);
 }
 
 /* The device range of a file's own chunks, from its first and last one, so the
@@ -233,24 +248,39 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
 								      : b.disk_off + b.stored_len;
 }
 
-/* ---- read-ahead ----
+/* ---- read-ahead and the hot prefix ----
  *
  * A sequential read that ends at the end of a compressed chunk of a file is
  * most likely followed by the next chunks (a program streaming the file, the
  * page-cache push of -o prefetch walking a hot range), so they are queued for
- * one worker thread, which decompresses them into the chunk cache while the
- * reader returns its data: a cold sequential read keeps both cores busy. A
- * full queue drops the request; a chunk cached or being loaded already is
- * skipped. A read is sequential when it is a chunk long or more, starts the
- * file, or starts where one of the last STREAMS reads of the file ended
- * (several streams of one file may interleave: the program's reads and a
- * push). A random reader's read that
- * happens to end at a chunk's end gets no read-ahead: for 4 KiB random reads
- * of a 128 MiB file, that read-ahead decompressed 4.3x the file. A read made
- * with CAIRN_READ_ALONE (the FUSE daemon pushing the rest of a chunk into the
- * page cache) neither reads ahead nor counts as the end of a stream.
+ * the worker threads, which decompress them into the chunk cache while the
+ * reader returns its data. A full queue drops the request; a chunk cached or
+ * being loaded already is skipped. A read is sequential when it is a chunk
+ * long or more, starts the file, or starts where one of the last STREAMS reads
+ * of the file ended (several streams of one file may interleave: the program's
+ * reads and a push). A random reader's read that happens to end at a chunk's
+ * end gets no read-ahead: for 4 KiB random reads of a 128 MiB file, that
+ * read-ahead decompressed 4.3x the file. A read made with CAIRN_READ_ALONE (the
+ * FUSE daemon pushing the rest of a chunk into the page cache) neither reads
+ * ahead nor counts as the end of a stream.
+ *
+ * -o prefetch of an ordered image also hands the workers the hot prefix. The
+ * first worker lists its compressed chunks (the records whose stored bytes lie
+ * in the prefix, until their stored lengths add up to it: mkfs packs the
+ * prefix with hot chunks back to back) and sorts them by device offset, the
+ * order mkfs placed them, which is the order the traced program read them (the
+ * records themselves are in file order: a file split by --order ranges has its
+ * cold chunks' records between its hot ones). The workers then decompress the
+ * list in that order, each chunk as soon as the prefetch has its stored bytes
+ * in the segment cache, so decompression overlaps the prefix's IO, runs on
+ * every core, and is done before the push or the program asks. The list keeps
+ * the chunks that fit in 3/4 of the chunk cache's budget, so the walk never
+ * evicts its own work. Queued read-ahead goes first: a reader waits for it now.
  */
 #define AHEAD_QUEUE 16
+#define AHEAD_THREADS_MAX 4
+#define HOT_LIST_MAX 65536u       /* 1 MiB of list, 8 GiB of 128 KiB chunks */
+#define HOT_STOP_CHECK 4096u      /* records between looks at the stop flag */
 #define STREAMS 16
 
 struct zahead_item {
@@ -259,14 +289,25 @@ struct zahead_item {
 	struct cairn_cache_hint hint;
 };
 
+struct hot_rec {
+	uint64_t disk_off, idx, ulen;
+};
+
 struct cairn_zahead {
 	struct cairn_image *img;
 	pthread_mutex_t lock;
 	pthread_cond_t work, idle;
 	struct zahead_item q[AHEAD_QUEUE];
 	unsigned head, n;
-	int started, stop, busy;
-	pthread_t tid;
+	unsigned busy;            /* workers decompressing now */
+	unsigned nthreads;        /* started */
+	int spawned, stop;
+	pthread_t tid[AHEAD_THREADS_MAX];
+	/* The hot prefix walk: on from prefetch_hot until the list is done. */
+	int hot_on, hot_listing, hot_listed;
+	uint64_t hot_budget;      /* bytes the list may decompress */
+	struct hot_rec *hot;      /* sorted by disk_off */
+	size_t hot_n, hot_pos;
 	struct { uint64_t ino, end; } stream[STREAMS]; /* the last reads' ends, a ring */
 	unsigned nstream;
 };
@@ -291,36 +332,151 @@ static int ahead_sequential(struct cairn_image *img, cairn_ino_t ino, uint64_t o
 
 static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len);
 
+static int by_disk_off(const void *x, const void *y)
+{
+	const struct hot_rec *a = x, *b = y;
+
+	return a->disk_off < b->disk_off ? -1 : a->disk_off > b->disk_off;
+}
+
+/* The hot prefix's compressed chunks, in disk order, within the budget (no lock
+ * held; a->stop is looked at now and then, so a close does not wait for a walk
+ * of a hostile table). */
+static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **out, size_t *n)
+{
+	struct cairn_image *img = a->img;
+	uint64_t hot_end = img->hot_off + img->hot_len, seen = 0, sum = 0;
+	struct hot_rec *v = NULL;
+	size_t k = 0, cap = 0, keep = 0;
+	int stop = 0;
+
+	for (uint64_t idx = 0; idx < img->chunk_count && seen < img->hot_len && !stop; idx++) {
+		struct cairn_rchunk c;
+
+		if (!(idx % HOT_STOP_CHECK)) {
+			pthread_mutex_lock(&a->lock);
+			stop = a->stop;
+			pthread_mutex_unlock(&a->lock);
+		}
+		if (cairn_image_chunk_load(img, idx, &c))
+			break; /* the demand reader reports it */
+		if (c.codec == CAIRN_CODEC_ZERO || c.disk_off < img->hot_off || c.disk_off >= hot_end)
+			continue;
+		seen += c.stored_len;
+		if (c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4)
+			continue; /* raw chunks stay in the segment cache */
+		if (k == cap) {
+			size_t ncap = cap ? 2 * cap : 256;
+			struct hot_rec *nv = ncap <= HOT_LIST_MAX ? realloc(v, ncap * sizeof(*nv)) : NULL;
+
+			if (!nv)
+				break; /* advice: what is listed is decompressed */
+			v = nv;
+			cap = ncap;
+		}
+		v[k++] = (struct hot_rec){ c.disk_off, idx, c.ulen };
+	}
+	if (k)
+		qsort(v, k, sizeof(*v), by_disk_off);
+	for (; keep < k && sum + v[keep].ulen <= budget; keep++)
+		sum += v[keep].ulen;
+	*out = v;
+	*n = keep;
+}
+
+/* One step of the hot walk (lock held on entry and exit; busy counted). */
+static void hot_step(struct cairn_zahead *a)
+{
+	struct cairn_image *img = a->img;
+	struct cairn_rchunk c;
+	uint64_t idx;
+
+	if (!a->hot_listed) { /* this worker lists; the others wait for it */
+		struct hot_rec *v;
+		size_t n;
+
+		a->hot_listing = 1;
+		pthread_mutex_unlock(&a->lock);
+		hot_list(a, a->hot_budget, &v, &n);
+		pthread_mutex_lock(&a->lock);
+		a->hot = v;
+		a->hot_n = n;
+		a->hot_pos = 0;
+		a->hot_listing = 0;
+		a->hot_listed = 1;
+		pthread_cond_broadcast(&a->work);
+	}
+	if (a->hot_pos >= a->hot_n) {
+		a->hot_on = 0;
+		return;
+	}
+	idx = a->hot[a->hot_pos++].idx;
+	pthread_mutex_unlock(&a->lock);
+	if (cairn_image_chunk_load(img, idx, &c) == 0) {
+		struct cairn_cache_hint hint = { c.disk_off, c.disk_off + c.stored_len };
+		struct load_ctx l = { img, &c, &hint };
+
+		/* Advice: a failure is the demand reader's to see and report. */
+		(void)cairn_zcache_prefetch(img->zc, idx, c.ulen, load_chunk, &l);
+	}
+	pthread_mutex_lock(&a->lock);
+}
+
+/* Work for a worker (lock held): queued read-ahead, or a step of the hot walk
+ * unless another worker is listing it. */
+static int has_work(const struct cairn_zahead *a)
+{
+	return a->n || (a->hot_on && !a->hot_listing);
+}
+
 static void *ahead_main(void *arg)
 {
 	struct cairn_zahead *a = arg;
 
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
-		struct zahead_item it;
-
-		while (!a->n && !a->stop)
+		while (!has_work(a) && !a->stop)
 			pthread_cond_wait(&a->work, &a->lock);
 		if (a->stop)
 			break;
-		it = a->q[a->head];
-		a->head = (a->head + 1) % AHEAD_QUEUE;
-		a->n--;
-		a->busy = 1;
-		pthread_mutex_unlock(&a->lock);
-		{
+		a->busy++;
+		if (a->n) {
+			struct zahead_item it = a->q[a->head];
 			struct load_ctx l = { a->img, &it.c, &it.hint };
 
+			a->head = (a->head + 1) % AHEAD_QUEUE;
+			a->n--;
+			pthread_mutex_unlock(&a->lock);
 			/* A failure is the demand reader's to see and report. */
 			(void)cairn_zcache_prefetch(a->img->zc, it.idx, it.c.ulen, load_chunk, &l);
+			pthread_mutex_lock(&a->lock);
+		} else {
+			hot_step(a);
 		}
-		pthread_mutex_lock(&a->lock);
-		a->busy = 0;
-		if (!a->n)
+		a->busy--;
+		if (!a->n && !a->hot_on && !a->busy)
 			pthread_cond_broadcast(&a->idle);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
+}
+
+/* Starts the workers on first use, one per online CPU up to AHEAD_THREADS_MAX
+ * (lock held). Returns whether at least one runs. */
+static int ahead_spawn(struct cairn_zahead *a)
+{
+	long cpus;
+	unsigned want;
+
+	if (a->spawned || a->stop)
+		return a->nthreads > 0;
+	a->spawned = 1;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	want = cpus < 1 ? 1 : cpus > AHEAD_THREADS_MAX ? AHEAD_THREADS_MAX : (unsigned)cpus;
+	while (a->nthreads < want &&
+	       pthread_create(&a->tid[a->nthreads], NULL, ahead_main, a) == 0)
+		a->nthreads++;
+	return a->nthreads > 0;
 }
 
 int cairn_image_chunk_init(struct cairn_image *img)
@@ -344,13 +500,14 @@ void cairn_image_chunk_fini(struct cairn_image *img)
 	if (a) {
 		pthread_mutex_lock(&a->lock);
 		a->stop = 1;
-		pthread_cond_signal(&a->work);
+		pthread_cond_broadcast(&a->work);
 		pthread_mutex_unlock(&a->lock);
-		if (a->started)
-			pthread_join(a->tid, NULL);
+		for (unsigned t = 0; t < a->nthreads; t++)
+			pthread_join(a->tid[t], NULL);
 		pthread_cond_destroy(&a->idle);
 		pthread_cond_destroy(&a->work);
 		pthread_mutex_destroy(&a->lock);
+		free(a->hot);
 		free(a);
 		img->ahead = NULL;
 	}
@@ -365,8 +522,26 @@ void cairn_image_chunk_drain(struct cairn_image *img)
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	while (a->n || a->busy)
+	while (a->nthreads && (a->n || a->busy || a->hot_on))
 		pthread_cond_wait(&a->idle, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void cairn_image_chunk_prefetch_hot(struct cairn_image *img)
+{
+	struct cairn_zahead *a = img->ahead;
+	struct cairn_zcache_stats s;
+
+	if (!a || !img->zc || !img->hot_len)
+		return;
+	cairn_zcache_get_stats(img->zc, &s);
+	pthread_mutex_lock(&a->lock);
+	/* Once per image: a second call finds the chunks cached anyway. */
+	if (!a->hot_on && !a->hot_listed && ahead_spawn(a)) {
+		a->hot_on = 1;
+		a->hot_budget = s.budget_bytes / 4 * 3;
+		pthread_cond_broadcast(&a->work);
+	}
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -378,9 +553,7 @@ static void ahead_queue(struct cairn_image *img, uint64_t idx, const struct cair
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	if (!a->started && !a->stop)
-		a->started = pthread_create(&a->tid, NULL, ahead_main, a) == 0 ? 1 : -1;
-	if (a->started == 1 && a->n < AHEAD_QUEUE) {
+	if (ahead_spawn(a) && a->n < AHEAD_QUEUE) {
 		a->q[(a->head + a->n) % AHEAD_QUEUE] = (struct zahead_item){ idx, *c, *hint };
 		a->n++;
 		pthread_cond_signal(&a->work);

@@ -349,8 +349,10 @@ void cairn_image_prefetch_hot(struct cairn_image *img)
 	img->keep_hot = 1;
 	if (img->profile)
 		cairn_profile_prefetch(img, img->profile);
-	else if (has_hot_prefix(img))
+	else if (has_hot_prefix(img)) {
 		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
+		cairn_image_chunk_prefetch_hot(img); /* compressed: decompress it too */
+	}
 }
 
 /* A file's hot pieces, sorted into device order before they are handed on. */

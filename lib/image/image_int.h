@@ -40,7 +40,7 @@ struct cairn_image {
 	uint32_t chunk_log2;
 	uint64_t chunk_size, chunk_off, chunk_count;
 	struct cairn_zcache *zc;         /* owned; NULL without compression */
-	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead worker (chunk.c) */
+	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead workers (chunk.c) */
 	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
 	 * a large allocation and its page faults); owned, under dctx_lock. */
 	pthread_mutex_t dctx_lock;
@@ -52,6 +52,14 @@ struct cairn_image {
 	pthread_mutex_t why_lock;
 	atomic_int has_why;
 	char why[192];
+	/* Compressed metadata (CAIRN_INCOMPAT_META_Z; all 0 without it, metaz.c). */
+	struct cairn_disk_metaz_super mzraw; /* the record as read */
+	uint32_t mz_log2;
+	int mz_init;                     /* mz_lock initialised */
+	uint64_t mz_area_off, mz_area_len, mz_index_off, mz_count;
+	pthread_mutex_t mz_lock;         /* loading the index */
+	struct cairn_disk_chunk *_Atomic mz_index; /* owned; NULL until first needed */
+	struct cairn_zcache *mzc;        /* owned: decompressed metadata blocks */
 	struct cairn_profile *profile;   /* owned; NULL unless one was loaded (profile.c) */
 	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
 };
@@ -82,6 +90,20 @@ struct cairn_rxattr {
 /* Records a corruption reason (the first one wins) and returns -CAIRN_ECORRUPT. */
 int cairn_image_corrupt(struct cairn_image *img, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Writes a reason into why (if not NULL) and returns err (super.c). */
+int cairn_image_why(char *why, size_t why_len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Compressed metadata (metaz.c): the record, checked at open (a no-op without
+ * CAIRN_INCOMPAT_META_Z); freed at close. */
+int cairn_image_metaz_open(struct cairn_image *img, char *why, size_t why_len);
+void cairn_image_metaz_fini(struct cairn_image *img);
+/* fsck: the stored blocks against the record's stored_hash (every stored byte,
+ * including bytes whose change a decompressor would not notice). */
+int cairn_image_metaz_check(struct cairn_image *img);
+/* Reads [off, off+len) of the metadata region as it is logically, without
+ * checking the checksums: from the device, or through the decompressed blocks
+ * of compressed metadata. The range lies in the region (meta_read checks). */
+int cairn_image_meta_fetch(struct cairn_image *img, void *buf, size_t len, uint64_t off);
 /* Reads [off, off+len) of the metadata region, verifying each block's checksum on
  * first use. Out-of-region ranges are corruption. */
 int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64_t off);
@@ -105,6 +127,14 @@ struct cairn_rchunk {
 	uint32_t stored_len, ulen, codec;
 };
 int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_rchunk *out);
+/* Decodes on-disk record d into c and checks what needs nothing else: the codec,
+ * 1 <= ulen <= max_ulen, stored_len against the codec. Messages name it
+ * "WHAT IDX" (a chunk, a metadata block). */
+int cairn_image_chunk_rec(struct cairn_image *img, const char *what, uint64_t idx,
+			  const struct cairn_disk_chunk *d, uint64_t max_ulen, struct cairn_rchunk *c);
+/* The ulen bytes of a checked record into buf (zero, raw or decompressed). */
+int cairn_image_stored_decode(struct cairn_image *img, const char *what, uint64_t idx,
+			      const struct cairn_rchunk *c, void *buf);
 /* The bounds of a CHUNKED inode that need no further reads (inode_load). */
 int cairn_image_chunked_ok(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r);
 /* Bytes [off, off+len) of a CHUNKED file, inside its size. */
@@ -115,13 +145,18 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
  * in the file, the tail's fragment included. */
 int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
 			 uint64_t *idx, uint64_t *start, struct cairn_rchunk *c);
-/* The read-ahead worker of a compressed image: set up at open (its thread
- * starts on first use), stopped and freed with the decompression contexts at
+/* The read-ahead workers of a compressed image: set up at open (the threads
+ * start on first use), stopped and freed with the decompression contexts at
  * close. */
 int cairn_image_chunk_init(struct cairn_image *img);
 void cairn_image_chunk_fini(struct cairn_image *img);
-/* Waits until the read-ahead worker has nothing queued or running (tests). */
+/* Waits until the read-ahead workers have nothing queued or running and the
+ * hot prefix walk has ended (tests). */
 void cairn_image_chunk_drain(struct cairn_image *img);
+/* -o prefetch of an ordered compressed image: the workers decompress the hot
+ * prefix's chunks into the chunk cache, in disk order, as their stored bytes
+ * arrive (chunk.c "read-ahead and the hot prefix"). */
+void cairn_image_chunk_prefetch_hot(struct cairn_image *img);
 /* Decompresses chunk idx of ulen bytes into buf (fsck; no cache). */
 int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 			     void *buf);

@@ -340,6 +340,22 @@ static void truncate_to(struct cairn_profile *p, size_t nseq, uint64_t last_len,
 	}
 }
 
+/* Resolving a profile's paths reads the directories and inodes they cross, one
+ * dependent read after another: on a remote image, a round trip each before the
+ * mount can answer. Metadata sits together at the front, so it is asked for at
+ * once first, in large requests the cache's workers send in parallel; lookups
+ * then wait for fetches already in flight. Up to PROFILE_META bytes: past that
+ * (hundreds of thousands of files) lookups read the rest as they need it. Costs
+ * nothing where the metadata is cached already (mount checks it whole up to
+ * 4 MiB). */
+#define PROFILE_META (4u << 20)
+
+static void prefetch_meta(struct cairn_image *img)
+{
+	cairn_cache_prefetch(img->cache, img->meta_off,
+			     img->meta_len < PROFILE_META ? img->meta_len : PROFILE_META);
+}
+
 static int load_text(struct cairn_image *img, const char *text, size_t len,
 		     struct cairn_profile_stats *st)
 {
@@ -358,6 +374,8 @@ static int load_text(struct cairn_image *img, const char *text, size_t len,
 	/* Readers look files up by inode from many threads: the index is built
 	 * here, while the profile is still the loader's alone. */
 	last_len = nseq ? c.p->files[c.p->seq[nseq - 1].file].p[c.p->seq[nseq - 1].piece].len : 0;
+	if (len)
+		prefetch_meta(img);
 	rc = cairn_order_parse(text, len, load_rec, &c);
 	if (!rc)
 		rc = index_by_ino(c.p);

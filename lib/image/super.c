@@ -74,8 +74,7 @@ int cairn_image_verify_block(struct cairn_image *img, uint64_t b)
 
 	if (b >= img->meta_blocks)
 		return -EINVAL;
-	rc = cairn_image_dev_read(img, block, sizeof(block), img->meta_off + b * CAIRN_BLOCK_SIZE,
-				  NULL);
+	rc = cairn_image_meta_fetch(img, block, sizeof(block), img->meta_off + b * CAIRN_BLOCK_SIZE);
 	if (rc)
 		return rc;
 	rc = cairn_image_dev_read(img, &want, sizeof(want), img->csum_off + b * 8, NULL);
@@ -109,12 +108,10 @@ int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64
 		if (rc)
 			return rc;
 	}
-	return cairn_image_dev_read(img, buf, len, off, NULL);
+	return cairn_image_meta_fetch(img, buf, len, off);
 }
 
-static int why_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int why_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+int cairn_image_why(char *why, size_t why_len, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -126,7 +123,7 @@ static int why_fail(char *why, size_t why_len, int err, const char *fmt, ...)
 	return err;
 }
 
-#define BAD(...) why_fail(why, why_len, -CAIRN_ECORRUPT, __VA_ARGS__)
+#define BAD(...) cairn_image_why(why, why_len, -CAIRN_ECORRUPT, __VA_ARGS__)
 
 /* A table of count records of size rec at off must fit in the metadata region. */
 static int table_ok(const struct cairn_image *img, uint64_t off, uint64_t count, uint64_t rec)
@@ -174,11 +171,12 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 {
 	const struct cairn_disk_super *s = &img->raw;
 	uint64_t csum_len;
+	int zmeta;
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
 		return BAD("not a cairn image (bad magic)");
 	if (cairn_le16(s->version_major) != CAIRN_FORMAT_VERSION_MAJOR)
-		return why_fail(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
+		return cairn_image_why(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));
 	if (cairn_format_super_csum(s) != cairn_le64(s->super_hash))
 		return BAD("superblock checksum mismatch");
@@ -190,7 +188,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 	if (img->incompat & ~CAIRN_INCOMPAT_KNOWN) {
 		uint32_t unk = img->incompat & ~CAIRN_INCOMPAT_KNOWN;
 
-		return why_fail(why, why_len, -EOPNOTSUPP,
+		return cairn_image_why(why, why_len, -EOPNOTSUPP,
 				"unknown incompatible feature bit %d (incompat 0x%x)",
 				__builtin_ctz(unk), img->incompat);
 	}
@@ -205,9 +203,13 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 			   CAIRN_ROOT_INO);
 	if (img->inode_count < 2 || img->inode_count > CAIRN_INO_MAX + 1)
 		return BAD("inode count %llu out of range", (unsigned long long)img->inode_count);
+	/* Compressed metadata is a logical space: not stored where it says, so it
+	 * may overlap anything, and its size is bounded by the checksum table,
+	 * which must lie in the image (below). */
+	zmeta = img->incompat & CAIRN_INCOMPAT_META_Z;
 	if (img->meta_off % CAIRN_BLOCK_SIZE || img->meta_len % CAIRN_BLOCK_SIZE ||
 	    img->meta_off < CAIRN_BLOCK_SIZE || img->meta_len == 0 ||
-	    !cairn_add_ok(img->meta_off, img->meta_len, img->image_size))
+	    !cairn_add_ok(img->meta_off, img->meta_len, zmeta ? UINT64_MAX / 2 : img->image_size))
 		return BAD("metadata region %llu+%llu is not aligned or not inside the image",
 			   (unsigned long long)img->meta_off, (unsigned long long)img->meta_len);
 	img->meta_end = img->meta_off + img->meta_len;
@@ -224,12 +226,12 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 		return BAD("blob region outside the metadata region");
 	csum_len = img->meta_blocks * 8;
 	if (!cairn_add_ok(img->csum_off, csum_len, img->image_size) ||
-	    ranges_overlap(img->csum_off, csum_len, img->meta_off, img->meta_len))
+	    (!zmeta && ranges_overlap(img->csum_off, csum_len, img->meta_off, img->meta_len)))
 		return BAD("checksum table %llu+%llu outside the image or inside the metadata",
 			   (unsigned long long)img->csum_off, (unsigned long long)csum_len);
 	if ((img->data_len && img->data_off % CAIRN_BLOCK_SIZE) ||
 	    !cairn_add_ok(img->data_off, img->data_len, img->image_size) ||
-	    ranges_overlap(img->data_off, img->data_len, img->meta_off, img->meta_len) ||
+	    (!zmeta && ranges_overlap(img->data_off, img->data_len, img->meta_off, img->meta_len)) ||
 	    ranges_overlap(img->data_off, img->data_len, img->csum_off, csum_len) ||
 	    ranges_overlap(img->data_off, img->data_len, 0, CAIRN_BLOCK_SIZE))
 		return BAD("data region %llu+%llu is not aligned, not inside the image, or overlaps metadata",
@@ -251,7 +253,7 @@ static int chunked_open(struct cairn_image *img, char *why, size_t why_len)
 		return 0;
 	rc = cairn_image_dev_read(img, z, sizeof(*z), CAIRN_CHUNKED_SUPER_OFF, NULL);
 	if (rc)
-		return why_fail(why, why_len, rc, "cannot read the compression record");
+		return cairn_image_why(why, why_len, rc, "cannot read the compression record");
 	if (cairn_format_chunked_csum(z) != cairn_le64(z->hash))
 		return BAD("compression record checksum mismatch");
 	img->chunk_log2 = cairn_le32(z->chunk_log2);
@@ -292,12 +294,14 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	}
 	n = cairn_image_dev_read(img, &img->raw, sizeof(img->raw), CAIRN_SUPER_OFF, NULL);
 	if (n < 0) {
-		rc = why_fail(why, why_len, (int)n, "cannot read the superblock");
+		rc = cairn_image_why(why, why_len, (int)n, "cannot read the superblock");
 		goto fail;
 	}
 	rc = super_check(img, dev_size, why, why_len);
 	if (!rc)
 		rc = chunked_open(img, why, why_len);
+	if (!rc)
+		rc = cairn_image_metaz_open(img, why, why_len);
 	if (rc)
 		goto fail;
 	/* Sized by meta_len, which is bounded by the device size: 1 bit per 4 KiB. */
@@ -310,6 +314,7 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	return 0;
 fail:
 	cairn_image_chunk_fini(img);
+	cairn_image_metaz_fini(img);
 	cairn_zcache_free(img->zc);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
@@ -323,6 +328,7 @@ void cairn_image_close(struct cairn_image *img)
 		return;
 	cairn_profile_free(img->profile);
 	cairn_image_chunk_fini(img); /* the worker first: it reads through both caches */
+	cairn_image_metaz_fini(img);
 	cairn_zcache_free(img->zc);
 	cairn_cache_free(img->cache);
 	pthread_mutex_destroy(&img->dctx_lock);
@@ -366,7 +372,9 @@ void cairn_image_get_info(const struct cairn_image *img, struct cairn_image_info
 	o->blob_len = img->blob_len;
 	o->build_time = (int64_t)cairn_le64((uint64_t)s->build_time);
 	memcpy(o->uuid, s->uuid, sizeof(o->uuid));
-	if (img->zc) {
+	o->meta_block_size = img->mz_log2 ? 1ull << img->mz_log2 : 0;
+	o->meta_stored_len = img->mz_area_len;
+	if (img->incompat & CAIRN_INCOMPAT_CHUNKED) {
 		o->chunk_size = img->chunk_size;
 		o->codec = cairn_le32(img->zraw.codec);
 		o->level = cairn_le32(img->zraw.level);

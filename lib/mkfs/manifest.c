@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pure text parsers of mkfs: the manifest (docs/MANIFEST.md), the --order file and
- * the --exclude matcher. No file system access here, so all three can be unit
- * tested and fuzzed on memory buffers.
+ * Pure text parsers of mkfs: the manifest (docs/MANIFEST.md), the --order file,
+ * pattern lists (--no-compress-from) and the --exclude matcher. No file system
+ * access here, so all of them can be unit tested and fuzzed on memory buffers.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -300,24 +300,36 @@ static size_t unescape(const char *s, const char *e, char *out)
 	return n;
 }
 
+/* The next line of [*p, end) that is neither blank nor a '#' comment, trimmed,
+ * as [*s, *e); *line counts every line. 0 at the end of the text. */
+static int next_line(const char **p, const char *end, const char **s, const char **e,
+		     unsigned *line)
+{
+	while (*p < end) {
+		const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+
+		*s = *p;
+		*e = nl ? nl : end;
+		*p = nl ? nl + 1 : end;
+		(*line)++;
+		trim(s, e);
+		if (*s != *e && **s != '#')
+			return 1;
+	}
+	return 0;
+}
+
 int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx)
 {
-	const char *p = text, *end = text + len;
+	const char *p = text, *end = text + len, *s, *e;
 	char *buf = NULL;
 	size_t cap = 0;
 	unsigned line = 0;
 	int rc = 0;
 
-	while (p < end && !rc) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *s = p, *e = nl ? nl : end;
+	while (!rc && next_line(&p, end, &s, &e, &line)) {
 		struct cairn_order_record r;
 
-		p = nl ? nl + 1 : end;
-		line++;
-		trim(&s, &e);
-		if (s == e || *s == '#')
-			continue;
 		memset(&r, 0, sizeof(r));
 		r.line = line;
 		strip_range(s, &e, &r);
@@ -335,6 +347,17 @@ int cairn_order_parse(const char *text, size_t len, cairn_order_cb cb, void *ctx
 		rc = cb(ctx, &r);
 	}
 	free(buf);
+	return rc;
+}
+
+int cairn_pattern_list_parse(const char *text, size_t len, cairn_pattern_cb cb, void *ctx)
+{
+	const char *p = text, *end = text + len, *s, *e;
+	unsigned line = 0;
+	int rc = 0;
+
+	while (!rc && next_line(&p, end, &s, &e, &line))
+		rc = cb(ctx, s, (size_t)(e - s), line);
 	return rc;
 }
 

@@ -642,35 +642,52 @@ int cairn_mkfs_add_manifest_text(struct cairn_mkfs *m, const char *text, size_t 
 	return rc;
 }
 
-int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *path)
+int mk_read_text(struct cairn_mkfs *m, const char *path, char **text, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	char *text = NULL, *base = NULL;
-	int rc;
-
-	if (fd < 0)
-		return mk_err(m, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st)) {
-		rc = mk_err(m, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	base = strdup(path);
-	if (!text || !base) {
-		rc = mk_err(m, -ENOMEM, "out of memory");
-		goto out;
-	}
 	size_t got = 0;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		int rc = mk_err(m, -errno, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (!(*text = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		return mk_err(m, -ENOMEM, "out of memory");
+	}
 	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
+		ssize_t r = read(fd, *text + got, (size_t)st.st_size - got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			rc = mk_err(m, r ? -errno : -EIO, "%s: read failed", path);
-			goto out;
+			int rc = mk_err(m, r ? -errno : -EIO, "%s: read failed", path);
+			close(fd);
+			free(*text);
+			*text = NULL;
+			return rc;
 		}
 		got += (size_t)r;
+	}
+	close(fd);
+	(*text)[got] = '\0';
+	*len = got;
+	return 0;
+}
+
+int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *path)
+{
+	char *text = NULL, *base = NULL;
+	size_t len = 0;
+	int rc = mk_read_text(m, path, &text, &len);
+
+	if (rc)
+		return rc;
+	if (!(base = strdup(path))) {
+		free(text);
+		return mk_err(m, -ENOMEM, "out of memory");
 	}
 	char *slash = strrchr(base, '/');
 	if (slash == base)
@@ -679,10 +696,50 @@ int cairn_mkfs_add_manifest(struct cairn_mkfs *m, const char *path)
 		*slash = '\0';
 	else
 		strcpy(base, ".");
-	rc = cairn_mkfs_add_manifest_text(m, text, got, base, path);
-out:
+	rc = cairn_mkfs_add_manifest_text(m, text, len, base, path);
 	free(text);
 	free(base);
-	close(fd);
+	return rc;
+}
+
+struct pattern_ctx {
+	struct cairn_mkfs *m;
+	const char *path;
+};
+
+/* Appends one pattern of a --no-compress-from file to m's --no-compress list. */
+static int add_pattern(void *ctx, const char *pat, size_t len, unsigned line)
+{
+	struct pattern_ctx *c = ctx;
+	struct cairn_mkfs *m = c->m;
+	size_t n = m->o.no_compress_count;
+	char **v = realloc(m->no_compress, (n + 1) * sizeof(*v));
+
+	(void)line;
+	if (!v)
+		return mk_err(m, -ENOMEM, "out of memory");
+	m->no_compress = v;
+	m->o.no_compress = (const char *const *)v;
+	if (!(v[n] = strndup(pat, len)))
+		return mk_err(m, -ENOMEM, "out of memory");
+	m->o.no_compress_count = n + 1;
+	return 0;
+}
+
+int cairn_mkfs_add_no_compress_file(struct cairn_mkfs *m, const char *path)
+{
+	struct pattern_ctx c = { m, path };
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	/* The patterns mark files as they are linked (mk_link). */
+	if (m->entries.n)
+		return mk_err(m, -EINVAL, "%s: --no-compress-from must come before the tree is added",
+			      path);
+	if ((rc = mk_read_text(m, path, &text, &len)))
+		return rc;
+	rc = cairn_pattern_list_parse(text, len, add_pattern, &c);
+	free(text);
 	return rc;
 }

@@ -131,6 +131,9 @@ struct cairn_mkfs {
 };
 
 /* Positioned IO that retries partial transfers and EINTR (write.c). */
+/* The whole file at path, NUL-terminated, into *text (the caller frees it);
+ * errors name the path. */
+int mk_read_text(struct cairn_mkfs *m, const char *path, char **text, size_t *len);
 int mk_pwrite_full(int fd, const void *p, size_t n, uint64_t off);
 int mk_pread_full(int fd, void *p, size_t n, uint64_t off);
 
@@ -205,6 +208,19 @@ struct mk_zplan;
 int mk_zplan_new(struct cairn_mkfs *m, const struct mk_vec *hot, const struct mk_vec *cold,
 		 struct mk_zplan **out);
 void mk_zplan_free(struct mk_zplan *z);
+
+/* metaz.c: compressed metadata (CAIRN_INCOMPAT_META_Z). The writer takes the
+ * meta_len logical bytes in order through put (in pieces that are multiples of
+ * the block size but the last) and writes each block at the cursor of the
+ * stored area, which starts at area_off (4 KiB-aligned) with the block index;
+ * finish writes the index and fills in the record, *area_end being the
+ * 4 KiB-aligned end of the stored area. */
+struct mk_metaz;
+int mk_metaz_new(uint64_t meta_len, uint64_t area_off, struct mk_metaz **out);
+int mk_metaz_put(struct mk_metaz *z, int fd, const void *p, size_t n);
+int mk_metaz_finish(struct mk_metaz *z, int fd, struct cairn_disk_metaz_super *rec,
+		    uint64_t *area_end);
+void mk_metaz_free(struct mk_metaz *z);
 /* Files the plan leaves out (sparse: extents, uncompressed, written by write.c). */
 int mk_zplan_skips(const struct mk_inode *in);
 uint64_t mk_zplan_chunks(const struct mk_zplan *z);

@@ -223,40 +223,6 @@ static void plan_reset(struct cairn_mkfs *m)
 	}
 }
 
-static int read_text(struct cairn_mkfs *m, const char *path, char **text, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	size_t got = 0;
-
-	if (fd < 0 || fstat(fd, &st)) {
-		int rc = mk_err(m, -errno, "%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	if (!(*text = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return mk_err(m, -ENOMEM, "out of memory");
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, *text + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int rc = mk_err(m, r ? -errno : -EIO, "%s: read failed", path);
-			close(fd);
-			free(*text);
-			return rc;
-		}
-		got += (size_t)r;
-	}
-	close(fd);
-	(*text)[got] = '\0';
-	*len = got;
-	return 0;
-}
-
 int mk_order_plan(struct cairn_mkfs *m, struct mk_vec *hot)
 {
 	struct order_ctx c;
@@ -268,7 +234,7 @@ int mk_order_plan(struct cairn_mkfs *m, struct mk_vec *hot)
 	plan_reset(m);
 	if (!m->o.order_file)
 		return 0;
-	if ((rc = read_text(m, m->o.order_file, &text, &len)))
+	if ((rc = mk_read_text(m, m->o.order_file, &text, &len)))
 		return rc;
 	memset(&c, 0, sizeof(c));
 	c.m = m;

@@ -42,6 +42,7 @@ struct layout {
 	struct mk_vec hot;       /* struct mk_hot: the hot prefix in order (order.c) */
 	struct mk_vec cold;      /* uint32_t: the other data files, in inode order */
 	struct mk_zplan *z;      /* compressed images: the chunk plan (zwrite.c) */
+	int zmeta;               /* compressed metadata, stored after the data (metaz.c) */
 };
 
 static uint32_t *by_ino(struct layout *l, uint64_t i)
@@ -259,7 +260,9 @@ static int build_blob(struct layout *l)
 /* Table offsets; every table starts on a 4 KiB boundary. */
 /* An upper bound of the image bytes after the digest table, known before the
  * data is written: every non-inline file 4 KiB-aligned, one spare block per
- * extent and hot piece (sharing only makes the image smaller). */
+ * extent and hot piece (sharing only makes the image smaller). Empty files take
+ * no data: a spare block for each made the table of 10M empty files 10 MiB (for
+ * a 1.4 GiB image), all read at open. */
 static uint64_t verity_bound(struct layout *l)
 {
 	struct cairn_mkfs *m = l->m;
@@ -267,10 +270,14 @@ static uint64_t verity_bound(struct layout *l)
 			l->xent.n * CAIRN_XATTR_SIZE + l->blob.n + 6 * CAIRN_BLOCK_SIZE;
 	uint64_t n = meta + meta / CAIRN_BLOCK_SIZE * 8 + CAIRN_BLOCK_SIZE + l->hot.n * CAIRN_BLOCK_SIZE;
 
+	if (l->zmeta) /* blocks stored raw at worst, behind their index */
+		n += (meta / (1u << CAIRN_META_Z_LOG2_DEFAULT) + 1) * CAIRN_CHUNK_SIZE +
+		     CAIRN_BLOCK_SIZE;
+
 	for (uint64_t i = 1; i < l->by_ino.n; i++) {
 		struct mk_inode *in = mk_ino(m, *by_ino(l, i));
 
-		if (!S_ISREG(in->mode) || (in->flags & CAIRN_IF_INLINE))
+		if (!S_ISREG(in->mode) || (in->flags & CAIRN_IF_INLINE) || in->size == 0)
 			continue;
 		n += MK_ALIGN(in->size) + ((uint64_t)in->ext_n + 1) * CAIRN_BLOCK_SIZE;
 		n += (uint64_t)in->ext_n * CAIRN_EXTENT_SIZE;
@@ -301,6 +308,13 @@ static void place_tables(struct layout *l)
 	l->chunk_off = MK_ALIGN(l->extent_off + l->extent_count * CAIRN_EXTENT_SIZE);
 	l->blob_off = MK_ALIGN(l->chunk_off + (l->z ? mk_zplan_chunks(l->z) : 0) * CAIRN_CHUNK_SIZE);
 	l->meta_len = MK_ALIGN(l->blob_off + l->blob.n) - l->meta_off;
+	if (l->zmeta) {
+		/* The metadata is stored compressed after the data, once the data
+		 * offsets it holds are known (write_meta places it and the
+		 * checksum table); the logical region starts where it would be. */
+		l->data_off = l->meta_off;
+		return;
+	}
 	l->csum_off = l->meta_off + l->meta_len;
 	l->data_off = MK_ALIGN(l->csum_off + l->meta_len / CAIRN_BLOCK_SIZE * 8);
 }
@@ -660,6 +674,7 @@ struct meta_out {
 	uint64_t *csum;
 	uint64_t block;         /* next checksum index */
 	int rc;
+	struct mk_metaz *mz;    /* compressed metadata: blocks go here, not to off */
 };
 
 static void meta_flush(struct meta_out *w)
@@ -668,7 +683,8 @@ static void meta_flush(struct meta_out *w)
 		return;
 	cairn_format_csum_fill(w->csum + w->block, w->buf, w->fill / CAIRN_BLOCK_SIZE);
 	w->block += w->fill / CAIRN_BLOCK_SIZE;
-	w->rc = mk_pwrite_full(w->l->fd, w->buf, w->fill, w->off);
+	w->rc = w->mz ? mk_metaz_put(w->mz, w->l->fd, w->buf, w->fill)
+		      : mk_pwrite_full(w->l->fd, w->buf, w->fill, w->off);
 	w->off += w->fill;
 	w->fill = 0;
 }
@@ -771,24 +787,55 @@ static void count_stats(struct layout *l)
 	}
 }
 
-static int write_meta(struct layout *l, uint64_t image_size)
+/* Zeros in [from, to) (less than a block: the tail after the checksum table;
+ * a block device written in place may hold old bytes there). */
+static int zero_to(struct layout *l, uint64_t from, uint64_t to)
+{
+	static const uint8_t zero[CAIRN_BLOCK_SIZE];
+
+	return from < to ? mk_pwrite_full(l->fd, zero, (size_t)(to - from), from) : 0;
+}
+
+/* Compressed metadata: the stored area after the data, then the checksum
+ * table; the image ends on the block after it. */
+static int finish_zmeta(struct layout *l, struct meta_out *w, uint8_t *sb, uint64_t *image_size)
+{
+	uint64_t area_end;
+	int rc = mk_metaz_finish(w->mz, l->fd,
+				 (struct cairn_disk_metaz_super *)(sb + CAIRN_META_Z_SUPER_OFF),
+				 &area_end);
+	if (rc)
+		return rc;
+	l->csum_off = area_end;
+	*image_size = MK_ALIGN(l->csum_off + l->meta_len / CAIRN_BLOCK_SIZE * 8);
+	return 0;
+}
+
+/* Writes the metadata (at its place, or compressed after the data ending at
+ * data_end), the checksum table and block 0; *image_size is the image's end. */
+static int write_meta(struct layout *l, uint64_t data_end, uint64_t *image_size)
 {
 	struct cairn_mkfs *m = l->m;
 	uint64_t nblocks = l->meta_len / CAIRN_BLOCK_SIZE;
 	uint64_t *csum = calloc(nblocks ? nblocks : 1, 8);
 	uint8_t *sb = calloc(1, CAIRN_BLOCK_SIZE);
+	struct mk_metaz *mz = NULL;
 	int rc = 0;
 
-	if (!csum || !sb) {
+	*image_size = data_end;
+	if (!csum || !sb || (l->zmeta && mk_metaz_new(l->meta_len, MK_ALIGN(data_end), &mz))) {
 		rc = mk_err(m, -ENOMEM, "out of memory");
 		goto out;
 	}
-	struct meta_out w = { l, (uint8_t *)l->buf, 0, l->meta_off, csum, 0, 0 };
+	struct meta_out w = { l, (uint8_t *)l->buf, 0, l->meta_off, csum, 0, 0, mz };
 	emit_meta(l, &w);
+	if (!w.rc && mz)
+		w.rc = finish_zmeta(l, &w, sb, image_size);
 	if (w.rc) {
 		rc = write_err(l, w.rc);
 		goto out;
 	}
+	uint64_t end = *image_size;
 
 	struct cairn_disk_super *s = (struct cairn_disk_super *)sb;
 	uint32_t compat = CAIRN_COMPAT_FILE_HASH, incompat = 0;
@@ -798,6 +845,8 @@ static int write_meta(struct layout *l, uint64_t image_size)
 		incompat |= CAIRN_INCOMPAT_EXTENTS;
 	if (l->table_len)
 		compat |= CAIRN_COMPAT_VERITY;
+	if (mz)
+		incompat |= CAIRN_INCOMPAT_META_Z;
 	if (l->z) {
 		incompat |= CAIRN_INCOMPAT_CHUNKED;
 		mk_zplan_super(l->z, l->chunk_off,
@@ -805,14 +854,15 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	}
 	memcpy(s->magic, CAIRN_MAGIC_BYTES, 8);
 	s->version_major = cairn_le16(CAIRN_FORMAT_VERSION_MAJOR);
-	s->version_minor = cairn_le16(l->z ? CAIRN_FORMAT_VERSION_MINOR_CHUNKED :
+	s->version_minor = cairn_le16(mz ? CAIRN_FORMAT_VERSION_MINOR_META_Z :
+				      l->z ? CAIRN_FORMAT_VERSION_MINOR_CHUNKED :
 					     CAIRN_FORMAT_VERSION_MINOR);
 	s->block_size = cairn_le32(CAIRN_BLOCK_SIZE);
 	s->compat = cairn_le32(compat);
 	s->incompat = cairn_le32(incompat);
 	s->ro_compat = 0;
 	s->inode_size = cairn_le32(CAIRN_INODE_SIZE);
-	s->image_size = cairn_le64(image_size);
+	s->image_size = cairn_le64(end);
 	s->inode_count = cairn_le64(l->by_ino.n);
 	s->root_ino = cairn_le64(CAIRN_ROOT_INO);
 	s->meta_off = cairn_le64(l->meta_off);
@@ -828,7 +878,7 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	s->blob_len = cairn_le64(l->blob.n);
 	s->csum_off = cairn_le64(l->csum_off);
 	s->data_off = cairn_le64(l->data_off);
-	s->data_len = cairn_le64(image_size - l->data_off);
+	s->data_len = cairn_le64((mz ? MK_ALIGN(data_end) : end) - l->data_off);
 	s->hot_off = cairn_le64(l->hot_len ? l->data_off : 0);
 	s->hot_len = cairn_le64(l->hot_len);
 	s->build_time = (int64_t)cairn_le64((uint64_t)m->build_time);
@@ -845,9 +895,11 @@ static int write_meta(struct layout *l, uint64_t image_size)
 	s->super_hash = cairn_le64(cairn_format_super_csum(s));
 
 	if ((rc = mk_pwrite_full(l->fd, csum, nblocks * 8, l->csum_off)) ||
+	    (mz && (rc = zero_to(l, l->csum_off + nblocks * 8, end))) ||
 	    (rc = mk_pwrite_full(l->fd, sb, CAIRN_BLOCK_SIZE, 0)))
 		rc = write_err(l, rc);
 out:
+	mk_metaz_free(mz);
 	free(csum);
 	free(sb);
 	return rc;
@@ -922,12 +974,13 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 		goto out;
 	if (m->o.codec && (rc = mk_zplan_new(m, &l.hot, &l.cold, &l.z)))
 		goto out;
+	l.zmeta = !m->o.plain_meta;
 	place_tables(&l);
 	if ((rc = write_data(&l)))
 		goto out;
 	count_stats(&l);
-	uint64_t image_size = l.cursor;
-	if ((rc = write_meta(&l, image_size)))
+	uint64_t image_size;
+	if ((rc = write_meta(&l, l.cursor, &image_size)))
 		goto out;
 	if (!l.blkdev && ftruncate(fd, (off_t)image_size)) {
 		rc = write_err(&l, -errno);
@@ -938,7 +991,8 @@ int mk_write(struct cairn_mkfs *m, int fd, const char *name)
 		goto out;
 	m->stats.image_size = image_size;
 	m->stats.meta_len = l.meta_len;
-	m->stats.data_len = image_size - l.data_off;
+	m->stats.data_len = (l.zmeta ? MK_ALIGN(l.cursor) : image_size) - l.data_off;
+	m->stats.meta_stored = l.zmeta ? l.csum_off - MK_ALIGN(l.cursor) : l.meta_len;
 	m->stats.hot_len = l.hot_len;
 out:
 	layout_free(&l);

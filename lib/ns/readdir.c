@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Merged directory listings: the upper (RAM) directory's entries first, then
- * the image's that it neither shadows nor whites out. Both phases read their
- * layer in batches without ns->lock, and call the caller's callback with no
- * lock held. A cookie says which phase it resumes: image cookies carry
+ * the image's that it neither shadows nor whites out. The upper phase reads
+ * the RAM fs in batches, the image phase streams the image's listing; neither
+ * holds ns->lock, and the caller's callback runs with no lock held. A cookie says which phase it resumes: image cookies carry
  * LOWER_COOKIE, RAM cookies are the RAM fs's own.
  */
 #include <errno.h>
@@ -65,35 +65,44 @@ static int readdir_upper(struct cairn_ns *ns, cairn_ino_t up, uint64_t cookie, c
 	}
 }
 
-/* The image phase: entries the upper directory neither shadows nor whites out. */
+/* The image phase: entries the upper directory neither shadows nor whites out.
+ * The image reader holds no lock while it calls back, so its listing streams
+ * straight through, with no copy of the entries. */
+struct lower_walk {
+	struct cairn_ns *ns;
+	const struct ns_dsnap *s;
+	cairn_dirent_cb cb;
+	void *ctx;
+	int stopped, err;
+};
+
+static int lower_entry(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		       uint64_t next)
+{
+	struct lower_walk *w = ctx;
+	int hidden = w->s->has_upper ? ns_upper_has(w->ns, w->s->upper, name, len) : 0;
+
+	if (hidden < 0) {
+		w->err = hidden;
+		return 1;
+	}
+	if (!hidden && w->cb(w->ctx, name, len, ino, dtype, next | LOWER_COOKIE))
+		return (w->stopped = 1);
+	return 0;
+}
+
 static int readdir_lower(struct cairn_ns *ns, const struct ns_dsnap *s, uint64_t cookie,
 			 cairn_dirent_cb cb, void *ctx, int *err)
 {
-	for (;;) {
-		struct cairn_dirent *e;
-		ssize_t n = cairn_image_readdir_alloc(ns->img, s->lower, cookie < 2 ? 2 : cookie,
-						      DIR_BATCH, &e);
-		int rc = n < 0 ? (int)n : 0, stop = 0;
+	struct lower_walk w = { ns, s, cb, ctx, 0, 0 };
+	/* From 2: "." and ".." are the namespace's own. */
+	int rc = cairn_image_readdir(ns->img, s->lower, cookie < 2 ? 2 : cookie, lower_entry, &w);
 
-		for (ssize_t i = 0; !rc && i < n && !stop; i++) {
-			struct cairn_dirent *de = &e[i];
-			int hidden = s->has_upper ? ns_upper_has(ns, s->upper, de->name,
-								 de->name_len) : 0;
-
-			if (hidden < 0)
-				rc = hidden;
-			else if (!hidden)
-				stop = cb(ctx, de->name, de->name_len, de->ino, de->dtype,
-					  de->next | LOWER_COOKIE);
-		}
-		if (n > 0)
-			cookie = e[n - 1].next;
-		free(e);
-		if (rc)
-			*err = rc;
-		if (rc || stop || n < DIR_BATCH)
-			return rc || stop;
-	}
+	if (!rc)
+		rc = w.err;
+	if (rc)
+		*err = rc;
+	return rc || w.stopped;
 }
 
 int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_dirent_cb cb,

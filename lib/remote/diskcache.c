@@ -14,11 +14,14 @@
  * torn by kill -9 or a power loss (short, zero-filled) is deleted and fetched
  * again; leftover tmp files are deleted by the next scan.
  *
- * Bound: every store happens under the lock; when usage plus the new chunk
- * would pass max_bytes, a scan of DIR measures it afresh (a crash can leave the
- * counter stale) and deletes least recently used chunks (by mtime, which a hit
- * refreshes) down to 7/8 of max_bytes, so scans stay rare. DIR therefore never
- * holds more than max_bytes. Two mounts share DIR: stores are serialised by
+ * Bound: every store happens under the lock; a mount's first store, and any
+ * store after which usage would pass max_bytes, scans DIR to measure it afresh
+ * (a crash can leave the counter stale) and deletes least recently used chunks
+ * (by mtime, which a hit refreshes) down to 7/8 of max_bytes, so scans stay
+ * rare. DIR therefore never holds more than max_bytes. Opening reads only the
+ * counter (a lowered budget is met at once): a warm mount that stores nothing
+ * never stats the cache's thousands of files, which after a reboot would each
+ * be a disk read before the first lookup. Two mounts share DIR: stores are serialised by
  * the lock, a chunk already present is not stored twice, and an unlinked chunk
  * stays readable by whoever has it open.
  */
@@ -58,8 +61,10 @@ struct dc_bdev {
 	struct cairn_bdev base;
 	int dir_fd, key_fd, lock_fd, usage_fd;
 	char key[NAME_MAX + 1];
+	char *dir;                   /* as configured (cairn_bdev_diskcache_file) */
 	uint64_t max_bytes;
 	size_t chunk;
+	int scanned;                 /* DIR measured by this open (under lock) */
 	pthread_mutex_t lock;        /* the flock is per open file: one thread at a time */
 	atomic_uint_fast64_t hits, misses, stored, evicted, torn, write_errors, used;
 };
@@ -243,8 +248,10 @@ static int rescan(struct dc_bdev *d, uint64_t need)
 			}
 		}
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		usage_set(d, s.total);
+		d->scanned = 1;
+	}
 	scan_free(&s);
 	return rc;
 }
@@ -325,7 +332,7 @@ static void chunk_store(struct dc_bdev *d, uint64_t index, const uint8_t *data)
 	if (fstatat(d->key_fd, name, &st, 0) == 0)
 		goto out; /* another mount or thread stored it */
 	used = usage_get(d);
-	if (used + need > d->max_bytes) {
+	if (!d->scanned || used + need > d->max_bytes) {
 		rc = rescan(d, need);
 		used = usage_get(d);
 		if (rc < 0 || used + need > d->max_bytes)
@@ -349,56 +356,78 @@ out:
 }
 
 /* Chunks [first, first+n) are missing: fetch them from below in one request,
- * copy the part the caller asked for and store each chunk. */
+ * copy the part the caller asked for and store each chunk. A run the caller's
+ * buffer holds whole is read straight into it. */
 static int fetch_run(struct dc_bdev *d, uint64_t first, uint64_t n, uint8_t *buf, size_t len,
 		     uint64_t off)
 {
 	uint64_t start = first * d->chunk, end = (first + n) * d->chunk, lo, hi;
+	int inside, rc;
 	uint8_t *tmp;
-	int rc;
 
 	if (end > d->base.size)
 		end = d->base.size;
-	tmp = malloc((size_t)(end - start));
+	inside = start >= off && end <= off + len;
+	tmp = inside ? buf + (start - off) : malloc((size_t)(end - start));
 	if (!tmp)
 		return -ENOMEM;
 	rc = cairn_bdev_read_full(d->base.below, tmp, (size_t)(end - start), start);
 	if (rc == 0) {
 		lo = off > start ? off : start;
 		hi = off + len < end ? off + len : end;
-		memcpy(buf + (lo - off), tmp + (lo - start), (size_t)(hi - lo));
+		if (!inside)
+			memcpy(buf + (lo - off), tmp + (lo - start), (size_t)(hi - lo));
 		for (uint64_t i = 0; i < n; i++)
 			chunk_store(d, first + i, tmp + i * d->chunk);
 		atomic_fetch_add(&d->misses, n);
 	}
-	free(tmp);
+	if (!inside)
+		free(tmp);
 	return rc;
+}
+
+/* Serve chunk i's part of the read from disk: a chunk the read covers whole
+ * is loaded straight into buf (no copy, no buffer to fault in: the segment
+ * cache reads whole aligned chunks), a partial one through *scratch, which is
+ * made on first need. 1 = served, 0 = not on disk (or torn), <0 = error. */
+static int chunk_serve(struct dc_bdev *d, uint64_t i, uint8_t *buf, size_t len, uint64_t off,
+		       uint8_t **scratch)
+{
+	uint64_t cs = i * d->chunk, ce = cs + chunk_len(d, i);
+	uint64_t lo = off > cs ? off : cs, hi = off + len < ce ? off + len : ce;
+
+	if (lo == cs && hi == ce)
+		return chunk_load(d, i, buf + (cs - off));
+	if (!*scratch && !(*scratch = malloc(d->chunk)))
+		return -ENOMEM;
+	if (!chunk_load(d, i, *scratch))
+		return 0;
+	memcpy(buf + (lo - off), *scratch + (lo - cs), (size_t)(hi - lo));
+	return 1;
 }
 
 static ssize_t dc_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct dc_bdev *d = (struct dc_bdev *)dev;
 	uint64_t first = off / d->chunk, last = (off + len - 1) / d->chunk, miss = 0, run = 0;
-	uint8_t *scratch = malloc(d->chunk);
+	uint8_t *scratch = NULL;
 	int rc = 0;
 
-	if (!scratch)
-		return -ENOMEM;
 	for (uint64_t i = first; i <= last && rc == 0; i++) {
-		uint64_t cs = i * d->chunk, lo = off > cs ? off : cs;
-		uint64_t hi = off + len < cs + d->chunk ? off + len : cs + d->chunk;
+		int got = chunk_serve(d, i, buf, len, off, &scratch);
 
-		if (chunk_load(d, i, scratch)) {
-			memcpy((uint8_t *)buf + (lo - off), scratch + (lo - cs), (size_t)(hi - lo));
+		if (got < 0) {
+			rc = got;
+		} else if (got) {
 			atomic_fetch_add(&d->hits, 1);
 			if (run)
 				rc = fetch_run(d, miss, run, buf, len, off);
 			run = 0;
-			continue;
+		} else {
+			if (!run)
+				miss = i;
+			run++;
 		}
-		if (!run)
-			miss = i;
-		run++;
 	}
 	if (rc == 0 && run)
 		rc = fetch_run(d, miss, run, buf, len, off);
@@ -416,6 +445,7 @@ static void dc_close(struct cairn_bdev *dev)
 	close(d->lock_fd);
 	close(d->usage_fd);
 	pthread_mutex_destroy(&d->lock);
+	free(d->dir);
 	free(d);
 }
 
@@ -493,11 +523,14 @@ int cairn_bdev_diskcache_new(struct cairn_bdev *below, const struct cairn_diskca
 	d->chunk = chunk;
 	pthread_mutex_init(&d->lock, NULL);
 	(void)cairn_bdev_init(&d->base, &dc_ops, below, cairn_bdev_size(below));
-	rc = dc_open_files(d, cfg->dir);
+	d->dir = strdup(cfg->dir);
+	rc = d->dir ? dc_open_files(d, cfg->dir) : -ENOMEM;
 	if (rc == 0) {
-		/* Measure what earlier runs (or crashes) left, and fit a lowered budget. */
+		/* A lowered budget is met now; otherwise the first store measures. */
 		dir_lock(d);
-		rc = rescan(d, 0);
+		atomic_store(&d->used, usage_get(d));
+		if (atomic_load(&d->used) > d->max_bytes)
+			rc = rescan(d, 0);
 		dir_unlock(d);
 	}
 	if (rc < 0) {
@@ -522,6 +555,21 @@ int cairn_bdev_diskcache_stats(struct cairn_bdev *dev, struct cairn_diskcache_st
 			.torn = atomic_load(&d->torn), .write_errors = atomic_load(&d->write_errors),
 			.used_bytes = atomic_load(&d->used),
 		};
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cairn_bdev_diskcache_file(struct cairn_bdev *dev, const char *suffix, char *out,
+			      size_t out_len)
+{
+	for (; dev; dev = dev->below) {
+		const struct dc_bdev *d = (const struct dc_bdev *)dev;
+
+		if (dev->ops != &dc_ops)
+			continue;
+		if (snprintf(out, out_len, "%s/%s%s", d->dir, d->key, suffix) >= (int)out_len)
+			return -ENAMETOOLONG;
 		return 0;
 	}
 	return -EINVAL;

@@ -99,13 +99,36 @@ static void find_credentials(const struct cairn_s3_config *cfg, struct creds *c)
 	read_credentials(first(cfg ? cfg->profile : NULL, "AWS_PROFILE", NULL) ?: "default", c);
 }
 
+/* The key as SigV4's canonical URI spells it for S3, which is also what S3
+ * decodes from the request path: every byte but the unreserved A-Z a-z 0-9
+ * - . _ ~ and the '/' between segments becomes %XX (upper-case hex), once.
+ * So a space is %20 (never '+', which S3 would read as a space), '+' is %2B,
+ * '%' is %25 (s3://b/a%20b names the key "a%20b", as the AWS tools read it)
+ * and UTF-8 goes byte by byte. out holds 3 * strlen(key) + 1. */
+static void key_escape(const char *key, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *k = (const unsigned char *)key; *k; k++) {
+		if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
+		    (*k >= '0' && *k <= '9') || strchr("-._~/", *k)) {
+			*out++ = (char)*k;
+			continue;
+		}
+		*out++ = '%';
+		*out++ = hex[*k >> 4];
+		*out++ = hex[*k & 15];
+	}
+	*out = '\0';
+}
+
 int cairn_s3_origin(const char *s3url, const struct cairn_s3_config *cfg,
 		    struct cairn_http_origin *out, char **store)
 {
 	const char *bucket, *key, *endpoint, *region;
 	size_t blen, need;
 	struct creds c;
-	char *p;
+	char *p, *ekey;
 	int n;
 
 	*store = NULL;
@@ -120,19 +143,24 @@ int cairn_s3_origin(const char *s3url, const struct cairn_s3_config *cfg,
 	endpoint = first(cfg ? cfg->endpoint : NULL, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
 	region = first(cfg ? cfg->region : NULL, "AWS_REGION", "AWS_DEFAULT_REGION") ?: "us-east-1";
 	find_credentials(cfg, &c);
-	need = strlen(s3url) + (endpoint ? strlen(endpoint) : 0) + 2 * strlen(region) +
-	       sizeof(c) + 128;
-	p = *store = malloc(need);
-	if (!p)
+	need = strlen(s3url) + 3 * strlen(key) + (endpoint ? strlen(endpoint) : 0) +
+	       2 * strlen(region) + sizeof(c) + 128;
+	ekey = malloc(3 * strlen(key) + 1);
+	p = *store = ekey ? malloc(need) : NULL;
+	if (!p) {
+		free(ekey);
 		return -ENOMEM;
+	}
+	key_escape(key, ekey);
 	memset(out, 0, sizeof(*out));
 	out->url = p;
 	if (endpoint)
 		n = snprintf(p, need, "%s%s%.*s/%s", endpoint,
-			     endpoint[strlen(endpoint) - 1] == '/' ? "" : "/", (int)blen, bucket, key);
+			     endpoint[strlen(endpoint) - 1] == '/' ? "" : "/", (int)blen, bucket, ekey);
 	else
 		n = snprintf(p, need, "https://%.*s.s3.%s.amazonaws.com/%s", (int)blen, bucket,
-			     region, key);
+			     region, ekey);
+	free(ekey);
 	p += n + 1;
 	need -= (size_t)n + 1;
 	if (!c.id[0])

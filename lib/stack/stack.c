@@ -593,3 +593,73 @@ struct cairn_bdev *cairn_stack_fault_dev(struct cairn_stack *s)
 {
 	return s->fault;
 }
+
+#define BESIDE_HEAD (256u << 10)
+
+int cairn_stack_fetch_beside(const char *url, const struct cairn_stack_opts *opts,
+			     const char *suffix, size_t max, char *why, size_t why_len,
+			     char **text, size_t *len, uint64_t *requests)
+{
+	struct cairn_http_stats hs = { 0 };
+	struct cairn_bdev *dev = NULL;
+	char *urls[CAIRN_HTTP_MAX_ORIGINS] = { NULL };
+	struct plan p;
+	char spare[8];
+	unsigned n = 0;
+	uint64_t size;
+	int rc;
+
+	util_why_init(&why, &why_len, spare, sizeof(spare));
+	*text = NULL;
+	*len = 0;
+	if (requests)
+		*requests = 0;
+	if (!cairn_url_is_remote(url))
+		return -EINVAL;
+	rc = plan_make(opts, NULL, why, why_len, &p);
+	if (rc < 0)
+		return rc;
+	/* The same name beside the image on every origin, so a primary that is
+	 * down costs no more here than it costs the image's own open. */
+	for (rc = 0; n <= p.remote.n_mirrors && n < CAIRN_HTTP_MAX_ORIGINS && !rc; n++)
+		if (asprintf(&urls[n], "%s%s", n ? p.remote.mirrors[n - 1] : url, suffix) < 0) {
+			urls[n] = NULL;
+			rc = -ENOMEM;
+		}
+	/* One connection, with a head large enough that a profile is one request.
+	 * No delay device: the emulated latency is the image's (this request runs
+	 * beside the image's first). */
+	p.remote.mirrors = (const char *const *)(urls + 1);
+	p.remote.n_mirrors = n ? n - 1 : 0;
+	p.http.connections = 1;
+	p.http.head_bytes = BESIDE_HEAD;
+	if (!rc)
+		rc = open_http(urls[0], &p, why, why_len, &dev);
+	for (unsigned i = 0; i < n; i++)
+		free(urls[i]);
+	if (rc == -ENOENT)
+		why[0] = 0; /* nothing there: the usual case, nothing to say */
+	if (rc < 0)
+		return rc;
+	size = cairn_bdev_size(dev);
+	if (size > max) {
+		rc = -EFBIG;
+	} else if (!(*text = malloc((size_t)size + 1))) {
+		rc = -ENOMEM;
+	} else {
+		rc = cairn_bdev_read_full(dev, *text, (size_t)size, 0);
+		if (rc == 0) {
+			(*text)[size] = 0;
+			*len = (size_t)size;
+		}
+	}
+	cairn_bdev_http_stats(dev, &hs);
+	if (requests)
+		*requests = hs.requests;
+	cairn_bdev_close(dev);
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
+	}
+	return rc;
+}

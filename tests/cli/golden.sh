@@ -245,13 +245,14 @@ diff -u want got || fail "output differs from the golden text (- want, + got)"
 python3 - info.json <<'EOF' || fail "info --json fields"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["version"] == "1.0", d
+assert d["version"] == "1.2", d  # compressed metadata, the default
+assert "meta_z" in d["features"].split(",") and d["meta_stored_len"] < d["meta_len"], d
 assert d["build_time"] == 1600000000, d
 assert d["file_count"] == 4 and d["data_bytes"] == 20, d
 assert d["inode_count"] == 13 and d["dirent_count"] == 12, d
 assert d["xattr_count"] == 2, d
 EOF
-"$CAIRN" info img | grep -q "^format:        cairn 1.0$" || fail "info text"
+"$CAIRN" info img | grep -q "^format:        cairn 1.2$" || fail "info text"
 
 # --help on every command: usage on stdout, exit 0.
 for c in info ls cat stat extract fsck; do

@@ -51,7 +51,7 @@ echo keep > "$W/src/safe"
 # would be refused at open (tests/cli/verify.sh) before the names are seen.
 for pair in "dd .." "dots4 ../x" "abs_n /xpwn" "slash a/b" "xpwn2 ../p2"; do
   set -- $pair
-  "$CAIRN" mkfs -q --no-verity "$W/src" "$W/img"
+  "$CAIRN" mkfs -q --no-verity --plain-meta "$W/src" "$W/img"
   "$CRAFT" rename "$W/img" "$1" "$2"
   extract_refused
   grep -q -i -e "corrupt" -e "unsafe" "$W/log" || { cat "$W/log"; fail "no reason given for '$2'"; }
@@ -106,7 +106,7 @@ rm -rf "$W/src" "$W/out"
 mkdir -p "$W/src/lnkx" "$W/src/d"
 echo pwned > "$W/src/lnkx/pwn"
 ln -s "$W/outside" "$W/src/lnky"
-"$CAIRN" mkfs -q "$W/src" "$W/img"
+"$CAIRN" mkfs -q --plain-meta "$W/src" "$W/img"
 "$CRAFT" rename "$W/img" lnkx lnky
 set +e; "$CAIRN" extract --unsafe-links "$W/img" "$W/out" 2>"$W/log"; rc=$?; set -e
 [ $rc -eq 1 ] || { cat "$W/log"; fail "extract of a name used twice exited $rc"; }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The JDK compressed (mkfs -z zstd, and lz4hc laid out by a trace with -o
 # prefetch): every file byte for byte against the source through the mount,
-# java -version and a Hello class run from it, the chunk cache within its budget.
+# java -version and a Hello class run from it, the chunk cache within its budget,
+# and -o prefetch decompressing the hot prefix before anything reads it.
 . "$(dirname "$0")/common.inc"
 JDK=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
 [ -x "$JDK/bin/java" ] || skip "no JDK at $JDK"
@@ -64,6 +65,30 @@ umnt "$WORK/t" || fail "unmount trace"
 wait_file "$WORK/trace" || fail "no trace written"
 "$CAIRN" mkfs -q -z lz4hc --order "$WORK/trace" "$JDK" "$WORK/o.cairn" || fail "mkfs --order -z lz4hc"
 "$CAIRN" info "$WORK/o.cairn" | grep -q "^hot prefix: *[1-9]" || fail "no hot prefix"
+# -o prefetch decompresses the hot prefix on the read-ahead workers at mount,
+# before any file is opened: chunk_readahead grows with nothing reading.
+mkdir -p "$WORK/h"
+MOUNTS="$MOUNTS $WORK/h"
+"$CAIRN" mount -f -o prefetch,stats="$WORK/hstats" "$WORK/o.cairn" "$WORK/h" &
+hpid=$!
+i=0; while ! mountpoint -q "$WORK/h" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mountpoint -q "$WORK/h" || fail "prefetch mount (foreground) did not come up"
+ahead=0; i=0
+while [ "${ahead:-0}" -eq 0 ] && [ $i -lt 300 ]; do
+  rm -f "$WORK/hstats"
+  kill -USR1 "$hpid"
+  wait_file "$WORK/hstats" || fail "no stats after SIGUSR1"
+  ahead=$(sed -n 's/^chunk_readahead //p' "$WORK/hstats")
+  [ "${ahead:-0}" -gt 0 ] || sleep 0.1
+  i=$((i + 1))
+done
+[ "${ahead:-0}" -gt 0 ] || fail "prefetch decompressed nothing of the hot prefix in 30 s"
+reads=$(sed -n 's/^fuse_image_reads //p' "$WORK/hstats")
+[ "${reads:-1}" -eq 0 ] || fail "$reads FUSE reads before any program ran"
+umnt "$WORK/h" || fail "unmount of the foreground prefetch mount"
+wait "$hpid" || fail "foreground prefetch daemon failed"
+echo "prefetch decompressed $ahead hot chunks with nothing reading"
+
 mnt "$WORK/p" "$WORK/o.cairn" -o prefetch,stats="$WORK/pstats" || fail "prefetch mount"
 run_java "$WORK/p"
 same_tree "$WORK/p" || fail "the ordered compressed mount differs from the source"

@@ -134,6 +134,10 @@ int main(int argc, char **argv)
 	img = mmap(NULL, img_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (img == MAP_FAILED || img_len < CAIRN_BLOCK_SIZE)
 		die("cannot map the image");
+	/* Records are patched where the superblock says: not in compressed blocks. */
+	if (strcmp(argv[1], "fix") && strcmp(argv[1], "super") &&
+	    (cairn_le32(((const struct cairn_disk_super *)img)->incompat) & CAIRN_INCOMPAT_META_Z))
+		die("compressed metadata: build the image with mkfs --plain-meta");
 	if (!strcmp(argv[1], "fix") && argc == 3) {
 		/* nothing but the checksums */
 	} else if (!strcmp(argv[1], "rename") && argc == 5) {

@@ -323,33 +323,51 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 	return 1;
 }
 
+/* The stack options of c, pointing into c and *r. */
+static void stack_opts(const struct cli_open_cfg *c, struct cairn_remote_opts *r,
+		       struct cairn_stack_opts *so)
+{
+	cairn_remote_opts_init(r);
+	r->http = &c->remote.http;
+	r->mirrors = c->remote.mirrors;
+	r->n_mirrors = c->remote.n_mirrors;
+	r->s3 = &c->remote.s3;
+	r->cache_dir = c->remote.cache_dir;
+	r->cache_max = c->remote.cache_max;
+	r->cache_chunk = c->remote.cache_chunk;
+	cairn_stack_opts_init(so);
+	so->cache = &c->cache;
+	so->delay = &c->delay;
+	so->qcow2 = &c->qcow2;
+	so->verify = &c->verify;
+	so->remote = r;
+	so->offset = c->offset;
+	so->file_flags = c->file_flags;
+	so->chunk_cache = c->chunk_cache;
+	so->flags = c->flags;
+}
+
 int cli_stack_open(const char *path, const struct cli_open_cfg *c, char *why, size_t why_len,
 		   struct cairn_stack **out)
 {
 	struct cairn_remote_opts r;
 	struct cairn_stack_opts so;
 
-	cairn_remote_opts_init(&r);
-	r.http = &c->remote.http;
-	r.mirrors = c->remote.mirrors;
-	r.n_mirrors = c->remote.n_mirrors;
-	r.s3 = &c->remote.s3;
-	r.cache_dir = c->remote.cache_dir;
-	r.cache_max = c->remote.cache_max;
-	r.cache_chunk = c->remote.cache_chunk;
-	cairn_stack_opts_init(&so);
-	so.cache = &c->cache;
-	so.delay = &c->delay;
-	so.qcow2 = &c->qcow2;
-	so.verify = &c->verify;
-	so.remote = &r;
-	so.offset = c->offset;
-	so.file_flags = c->file_flags;
-	so.chunk_cache = c->chunk_cache;
-	so.flags = c->flags;
+	stack_opts(c, &r, &so);
 	if (c->fault)
 		return cairn_stack_open_faulty(path, &so, c->fault, why, why_len, out);
 	return cairn_stack_open(path, &so, why, why_len, out);
+}
+
+int cli_fetch_beside(const char *url, const struct cli_open_cfg *c, const char *suffix,
+		     size_t max, char *why, size_t why_len, char **text, size_t *len,
+		     uint64_t *requests)
+{
+	struct cairn_remote_opts r;
+	struct cairn_stack_opts so;
+
+	stack_opts(c, &r, &so);
+	return cairn_stack_fetch_beside(url, &so, suffix, max, why, why_len, text, len, requests);
 }
 
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,

@@ -40,6 +40,8 @@ static void features(uint32_t compat, uint32_t incompat, char *buf, size_t len)
 		n += (size_t)snprintf(buf + n, len - n, "%sextents", n ? "," : "");
 	if (incompat & CAIRN_INCOMPAT_CHUNKED && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "%schunked", n ? "," : "");
+	if (incompat & CAIRN_INCOMPAT_META_Z && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%smeta_z", n ? "," : "");
 	if (compat & CAIRN_COMPAT_VERITY && n < len)
 		snprintf(buf + n, len - n, "%sverity", n ? "," : "");
 }
@@ -76,6 +78,9 @@ static void print_text(const struct cairn_image_info *in, const char *root)
 	printf("extents:       %" PRIu64 "\n", in->extent_count);
 	printf("metadata:      %" PRIu64 " bytes at %" PRIu64 " (blob %" PRIu64 " bytes)\n",
 	       in->meta_len, in->meta_off, in->blob_len);
+	if (in->meta_block_size)
+		printf("stored meta:   %" PRIu64 " bytes, %" PRIu64 " KiB blocks (zstd)\n",
+		       in->meta_stored_len, in->meta_block_size >> 10);
 	printf("data:          %" PRIu64 " bytes at %" PRIu64 "\n", in->data_len, in->data_off);
 	if (in->compat & CAIRN_COMPAT_HOT_PREFIX)
 		printf("hot prefix:    %" PRIu64 " bytes at %" PRIu64 "\n", in->hot_len, in->hot_off);
@@ -110,13 +115,14 @@ static void print_json(const struct cairn_image_info *in, const char *root)
 	       "\"hot_off\": %" PRIu64 ", \"hot_len\": %" PRIu64 ", "
 	       "\"codec\": \"%s\", \"level\": %u, \"chunk_size\": %" PRIu64 ", "
 	       "\"chunk_count\": %" PRIu64 ", \"frag_count\": %" PRIu64 ", "
-	       "\"stored_bytes\": %" PRIu64 ", \"logical_bytes\": %" PRIu64 "}\n",
+	       "\"stored_bytes\": %" PRIu64 ", \"logical_bytes\": %" PRIu64 ", "
+	       "\"meta_block_size\": %" PRIu64 ", \"meta_stored_len\": %" PRIu64 "}\n",
 	       in->version_major, in->version_minor, uuid, root, feat, in->compat, in->incompat,
 	       in->build_time, in->image_size, in->inode_count, in->file_count, in->data_bytes,
 	       in->dirent_count, in->xattr_count, in->extent_count, in->meta_off, in->meta_len,
 	       in->blob_len, in->data_off, in->data_len, in->hot_off, in->hot_len,
 	       codec_name(in), in->level, in->chunk_size, in->chunk_count, in->frag_count,
-	       in->stored_bytes, in->logical_bytes);
+	       in->stored_bytes, in->logical_bytes, in->meta_block_size, in->meta_stored_len);
 }
 
 int cmd_info(int argc, char **argv)

@@ -47,11 +47,15 @@ static const char mkfs_help[] =
 	"                     image is the same whatever N is\n"
 	"  --no-compress PAT  store the chunks of paths matching PAT raw (patterns as\n"
 	"                     --exclude; repeatable), for data compressed already\n"
+	"  --no-compress-from FILE  the same for every pattern in FILE (one per line;\n"
+	"                     blank lines and lines starting with '#' are skipped)\n"
 	"  --no-fsync         do not fsync the image before renaming it (faster, unsafe)\n"
 	"  --granule SIZE     bytes per SHA-256 digest of the image (4K..16M, a power\n"
 	"                     of two; default 128K, the reader's cache segment)\n"
 	"  --no-verity        no digest table and no root digest (readers then check\n"
 	"                     metadata checksums only)\n"
+	"  --plain-meta       store the metadata as is, not in compressed blocks (an\n"
+	"                     image that cairn readers before format 1.2 can read)\n"
 	"  -q, --quiet        no progress bar, summary or warnings\n"
 	"  -h, --help         show this help\n"
 	"\n"
@@ -164,17 +168,19 @@ int cmd_mkfs(int argc, char **argv)
 	struct cairn_mkfs_opts o;
 	struct ui ui = { 0, 0, 0, 0 };
 	const char *manifest = NULL, *pos[2];
-	const char **excl = NULL, **nocomp = NULL;
-	size_t npos = 0, nexcl = 0, nnocomp = 0;
+	const char **excl = NULL, **nocomp = NULL, **rules = NULL;
+	size_t npos = 0, nexcl = 0, nnocomp = 0, nrules = 0;
 	int rc = CLI_EXIT_USAGE;
 	int64_t v;
 
 	cairn_mkfs_opts_init(&o);
 	excl = calloc((size_t)argc + 1, sizeof(*excl));
 	nocomp = calloc((size_t)argc + 1, sizeof(*nocomp));
-	if (!excl || !nocomp) {
+	rules = calloc((size_t)argc + 1, sizeof(*rules));
+	if (!excl || !nocomp || !rules) {
 		free(excl);
 		free(nocomp);
+		free(rules);
 		return CLI_EXIT_FAIL;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -185,7 +191,7 @@ int cmd_mkfs(int argc, char **argv)
 			    !strcmp(a, "--granule") ||
 
 			    !strcmp(a, "-z") || !strcmp(a, "--chunk-size") || !strcmp(a, "-j") ||
-			    !strcmp(a, "--no-compress");
+			    !strcmp(a, "--no-compress") || !strcmp(a, "--no-compress-from");
 		if (takes && !val) {
 			cli_err("mkfs", "%s needs a value", a);
 			goto out;
@@ -206,6 +212,8 @@ int cmd_mkfs(int argc, char **argv)
 			o.allow_empty_globs = 1;
 		} else if (!strcmp(a, "--no-verity")) {
 			o.no_verity = 1;
+		} else if (!strcmp(a, "--plain-meta")) {
+			o.plain_meta = 1;
 		} else if (!strcmp(a, "--granule")) {
 			uint64_t g;
 
@@ -258,6 +266,8 @@ int cmd_mkfs(int argc, char **argv)
 			o.threads = (unsigned)v;
 		} else if (!strcmp(a, "--no-compress")) {
 			nocomp[nnocomp++] = val;
+		} else if (!strcmp(a, "--no-compress-from")) {
+			rules[nrules++] = val;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("mkfs", "unknown option '%s' (try --help)", a);
 			goto out;
@@ -303,7 +313,14 @@ int cmd_mkfs(int argc, char **argv)
 		goto out;
 	}
 	const char *image = pos[npos - 1];
-	int r;
+	int r = 0;
+	for (size_t i = 0; !r && i < nrules; i++)
+		r = cairn_mkfs_add_no_compress_file(m, rules[i]);
+	if (r) {
+		cli_err("mkfs", "%s", cairn_mkfs_error(m));
+		cairn_mkfs_free(m);
+		goto out;
+	}
 	if (manifest) {
 		r = cairn_mkfs_add_manifest(m, manifest);
 	} else {
@@ -336,10 +353,10 @@ int cmd_mkfs(int argc, char **argv)
 		printf("%s: %" PRIu64 " inodes (%" PRIu64 " files, %" PRIu64 " dirs, %" PRIu64
 		       " symlinks, %" PRIu64 " other), %" PRIu64 " inline, %" PRIu64
 		       " sparse, %" PRIu64 " deduplicated; %" PRIu64 " bytes of data; image %" PRIu64
-		       " bytes (metadata %" PRIu64 ", hot prefix %" PRIu64 ")\n",
+		       " bytes (metadata %" PRIu64 ", stored in %" PRIu64 ", hot prefix %" PRIu64 ")\n",
 		       image, s.inodes, s.files, s.dirs, s.symlinks, s.others, s.inline_files,
 		       s.sparse_files, s.dedup_files, s.data_bytes, s.image_size, s.meta_len,
-		       s.hot_len);
+		       s.meta_stored, s.hot_len);
 		if (s.verity) {
 			char d[CAIRN_DIGEST_TEXT_LEN];
 
@@ -355,5 +372,6 @@ int cmd_mkfs(int argc, char **argv)
 out:
 	free(excl);
 	free(nocomp);
+	free(rules);
 	return rc;
 }

@@ -39,5 +39,9 @@ struct cli_open_cfg {
 /* cairn_stack_open() (cairn_stack_open_faulty() with c->fault) with c's configs. */
 int cli_stack_open(const char *path, const struct cli_open_cfg *c, char *why, size_t why_len,
 		   struct cairn_stack **out);
+/* cairn_stack_fetch_beside() with c's configs: URL+suffix from the server. */
+int cli_fetch_beside(const char *url, const struct cli_open_cfg *c, const char *suffix,
+		     size_t max, char *why, size_t why_len, char **text, size_t *len,
+		     uint64_t *requests);
 
 #endif

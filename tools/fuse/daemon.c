@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -77,6 +78,7 @@ static void write_stats(struct daemon *cf)
 	const char *path = cf->stats_path;
 	struct cairn_ns_usage u;
 	uint64_t rss, hwm;
+	struct rusage ru;
 	char tmp[PATH_MAX];
 	FILE *f;
 
@@ -131,6 +133,9 @@ static void write_stats(struct daemon *cf)
 			"\nprofile_past_eof %" PRIu64 "\nprofile_ranges %" PRIu64
 			"\nprofile_bytes %" PRIu64 "\n", cf->profile.records, cf->profile.missing,
 			cf->profile.past_eof, cf->profile.ranges, cf->profile.bytes);
+	if (cf->shipped_requests)
+		fprintf(f, "profile_shipped_requests %" PRIu64 "\nprofile_shipped %d\n",
+			cf->shipped_requests, cf->shipped_used);
 	if (cf->push) {
 		uint64_t files, spans, bytes;
 
@@ -145,6 +150,12 @@ static void write_stats(struct daemon *cf)
 		"\n", u.ram.data_bytes, u.ram.meta_bytes, u.ram.inodes);
 	rss_kb(&rss, &hwm);
 	fprintf(f, "rss_kb %" PRIu64 "\nrss_peak_kb %" PRIu64 "\n", rss, hwm);
+	/* CPU of every thread so far, gone ones included: beside wall time on a
+	 * shared machine, the cost that does not depend on the other load. */
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		fprintf(f, "cpu_user_us %lld\ncpu_sys_us %lld\n",
+			(long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+			(long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
 	if (fclose(f) == 0)
 		rename(tmp, path);
 	else
@@ -188,7 +199,7 @@ static void *sig_main(void *arg)
  * outside the hot prefix should not pull a large window of cold data with it. */
 static int read_ahead_kb(const struct daemon *cf)
 {
-	if (cf->trace)
+	if (cf->trace && !cf->learn_default)
 		return 0;
 	return cf->prefetching ? -1 : READ_AHEAD_KB;
 }
@@ -353,22 +364,31 @@ static int check_mountpoint(const char *mnt, char abs[PATH_MAX])
 	return 0;
 }
 
-/* The profile to prefetch: prefetch=TRACE, else learn=FILE once it exists, else
- * IMAGE.profile shipped beside the image (unless noprofile). A profile that is
- * stale for this image is used as far as it matches; one that cannot be read
- * fails the mount when it was asked for, and is ignored when it is the default.
- * Remote images (the disk-cache work) will take their default from the cache
- * directory instead: <cache dir>/<image uuid>.profile, chosen here. */
+/* The profile to prefetch: prefetch=TRACE, else learn=FILE once it exists (or,
+ * for a remote image with a disk cache, <cache dir>/<image key>.profile: learning
+ * is the default there), else IMAGE.profile shipped beside a local image (unless
+ * noprofile; for a remote one, URL.profile comes from the server, remote_fetch).
+ * A profile that is stale for this image is used as far as it matches; one that
+ * cannot be read fails the mount when it was asked for, and is ignored when it
+ * is a default. */
 static const char *profile_path(const struct daemon *cf, const struct mount_opts *o,
 				char beside[PATH_MAX])
 {
 	if (o->prefetch_file || cf->learn_path)
 		return o->prefetch_file ? o->prefetch_file : cf->learn_path;
-	if (!o->no_profile &&
+	if (!o->no_profile && !cairn_url_is_remote(o->image) &&
 	    snprintf(beside, PATH_MAX, "%s.profile", o->image) < PATH_MAX &&
 	    access(beside, F_OK) == 0)
 		return beside;
 	return NULL;
+}
+
+/* Whether a remote image takes its profile by default (from the server, and
+ * learnt into its disk cache): nothing was said about profiles. */
+static int remote_default(const struct mount_opts *o)
+{
+	return !o->empty && cairn_url_is_remote(o->image) && !o->no_profile &&
+	       !o->prefetch_file && !o->learn_file;
 }
 
 /* Whether the mount will prefetch (and so hold its hot data in the cache). */
@@ -380,45 +400,158 @@ static int will_prefetch(const struct daemon *cf, const struct mount_opts *o)
 	return o->prefetch || (path && access(path, F_OK) == 0);
 }
 
+/* URL.profile, asked for while the image opens (a thread of its own), so that
+ * it costs the mount no round trip of its own; a 404 is the usual answer. */
+struct remote_fetch {
+	const struct mount_opts *o;
+	pthread_t tid;
+	int started, rc;
+	char why[256];
+	char *text;
+	size_t len;
+	uint64_t requests;
+};
+
+static void *remote_fetch_main(void *arg)
+{
+	struct remote_fetch *f = arg;
+
+	f->rc = cli_fetch_beside(f->o->image, &f->o->open, ".profile", CAIRN_PROFILE_MAX_TEXT,
+				 f->why, sizeof(f->why), &f->text, &f->len, &f->requests);
+	return NULL;
+}
+
+static void remote_fetch_start(struct remote_fetch *f, const struct mount_opts *o)
+{
+	memset(f, 0, sizeof(*f));
+	f->o = o;
+	f->started = pthread_create(&f->tid, NULL, remote_fetch_main, f) == 0;
+}
+
+/* Joins the fetch; the text (if any) goes to cf. */
+static void remote_fetch_end(struct daemon *cf, struct remote_fetch *f)
+{
+	if (!f->started)
+		return;
+	pthread_join(f->tid, NULL);
+	cf->shipped_requests = f->requests;
+	/* A server that answers every path with the same file sends no profile. */
+	if (f->rc == 0 && memchr(f->text, 0, f->len)) {
+		free(f->text);
+		f->rc = -EINVAL;
+		snprintf(f->why, sizeof(f->why), "binary data, not a trace");
+	}
+	if (f->rc == 0) {
+		cf->shipped = f->text;
+		cf->shipped_len = f->len;
+	} else if (f->rc != -ENOENT) {
+		fprintf(stderr, "cairn mount: %s.profile: profile not used: %s%s%s\n", f->o->image,
+			cairn_strerror(f->rc), f->why[0] ? ": " : "", f->why);
+	}
+}
+
+static int learn_paths(struct daemon *cf, const char *file);
+
+/* A remote image with a disk cache learns its profile there by default:
+ * DIR/KEY.profile, KEY naming this very image, so another image's never meets
+ * it. Not while tracing for mkfs --order (that trace is the user's). */
+static int learn_in_cache(struct daemon *cf, const struct mount_opts *o)
+{
+	char path[PATH_MAX];
+
+	if (!remote_default(o) || o->trace_file ||
+	    cairn_bdev_diskcache_file(cairn_stack_bdev(cf->stack), ".profile", path,
+				      sizeof(path)))
+		return 0;
+	cf->learn_default = 1;
+	return learn_paths(cf, path);
+}
+
+/* A profile that comes by default and cannot be used is said and skipped. */
+static void not_used(const char *what, const char *suffix, int rc)
+{
+	fprintf(stderr, "cairn mount: %s%s: profile not used: %s\n", what, suffix,
+		cairn_strerror(rc));
+}
+
 static int load_profile(struct daemon *cf, const struct mount_opts *o)
 {
 	char beside[PATH_MAX];
 	const char *path = profile_path(cf, o, beside);
-	int rc;
+	int rc = -ENOENT;
 
 	cf->prefetching = o->prefetch;
-	if (!path)
-		return 0;
-	rc = cairn_image_profile_load_file(cf->img, path, &cf->profile);
+	if (path)
+		rc = cairn_image_profile_load_file(cf->img, path, &cf->profile);
 	if (rc == -ENOENT && path == cf->learn_path)
-		return 0; /* the first learning run only traces */
-	if (rc && path == beside) {
-		errf("%s: profile not used: %s", path, cairn_strerror(rc));
-		return 0;
-	}
-	if (rc) {
+		; /* nothing learnt yet */
+	else if (rc && path && (path == beside || cf->learn_default))
+		not_used(path, "", rc);
+	else if (rc && path) {
 		errf("%s: cannot read the profile: %s", path, cairn_strerror(rc));
 		return -1;
 	}
-	cf->prefetching = 1;
+	/* Nothing learnt yet (the first learning run only traces): the profile
+	 * shipped beside a remote image, if any, which the learnt one then starts
+	 * from. */
+	if (rc && cf->shipped) {
+		rc = cairn_image_profile_load(cf->img, cf->shipped, cf->shipped_len, &cf->profile);
+		if (rc)
+			not_used(o->image, ".profile", rc);
+		cf->shipped_used = rc == 0;
+	}
+	if (rc == 0)
+		cf->prefetching = 1;
 	return 0;
+}
+
+/* Holds an flock of the directory holding a profile while its files change
+ * (a save, a sweep), so that mounts sharing it (a disk cache directory) take
+ * turns. Returns the descriptor to pass to dir_unlock(), or -1 (then unlocked:
+ * every change is still atomic on its own). */
+static int dir_lock(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	while (fd >= 0 && flock(fd, LOCK_EX) && errno == EINTR)
+		;
+	return fd;
+}
+
+static void dir_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* drops the lock */
+}
+
+/* Whether name is FILE.XXXXXX, a save's temporary file (mkstemp). */
+static int is_save_tmp(const char *name, const char *base, size_t blen)
+{
+	return !strncmp(name, base, blen) && name[blen] == '.' && strlen(name + blen + 1) == 6 &&
+	       !strchr(name + blen + 1, '.');
 }
 
 /* Traces FILE.trace.PID of learning runs that died before saving (kill -9): no
  * run holds one any more. Their reads were never joined to the profile. A live
  * run holds a lock on its trace (learn_lock): a PID alone cannot tell, since a
- * killed daemon may stay a zombie where nothing reaps it, and PIDs are reused. */
-static void learn_sweep(const char *dir, const char *base)
+ * killed daemon may stay a zombie where nothing reaps it, and PIDs are reused.
+ * With tmps (a disk cache directory, where no file is the user's), also the
+ * temporary files of saves killed before their rename: saves hold the
+ * directory's lock, which the sweep holds too. */
+static void learn_sweep(const char *dir, const char *base, int tmps)
 {
 	size_t blen = strlen(base);
+	int lock = dir_lock(dir);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
+	while (d && (e = readdir(d))) {
 		int fd;
 
+		if (tmps && lock >= 0 && is_save_tmp(e->d_name, base, blen)) {
+			unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
 		if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, ".trace.", 7))
 			continue;
 		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -429,7 +562,9 @@ static void learn_sweep(const char *dir, const char *base)
 		}
 		close(fd);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	dir_unlock(lock);
 }
 
 /* Holds a lock on this run's trace for the daemon's life, so a sweep by another
@@ -465,15 +600,25 @@ static int learn_paths(struct daemon *cf, const char *file)
 		errf("%s: %s", file, strerror(ENOMEM));
 		return -1;
 	}
-	learn_sweep(abs, base);
+	learn_sweep(abs, base, cf->learn_default);
 	return 0;
 }
 
-/* At unmount: this run's trace joins the profile, written atomically. */
+/* At unmount: this run's trace joins the profile, written atomically. Another
+ * mount sharing the file (two mounts of one image with one disk cache) may have
+ * saved since this one loaded it: what it added is joined first, under the
+ * directory's lock, so neither run's ranges are lost. */
 static void learn_save(struct daemon *cf)
 {
-	int rc = cairn_image_profile_save(cf->img, cf->learn_trace, cf->learn_path, NULL);
+	char dir[PATH_MAX];
+	int lock, rc;
 
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(cf->learn_path, '/') - cf->learn_path),
+		 cf->learn_path);
+	lock = dir_lock(dir[0] ? dir : "/");
+	(void)cairn_image_profile_load_file(cf->img, cf->learn_path, NULL); /* advice */
+	rc = cairn_image_profile_save(cf->img, cf->learn_trace, cf->learn_path, NULL);
+	dir_unlock(lock);
 	if (rc)
 		errf("%s: cannot save the profile: %s", cf->learn_path, cairn_strerror(rc));
 	unlink(cf->learn_trace);
@@ -495,8 +640,9 @@ static void report_problem(void *ctx, const char *msg)
 
 /* Check every metadata block and structure before mounting (not file data), so a
  * damaged image is refused up front rather than giving EIO later. Metadata sits
- * together near the front, so this is one or a few large reads that lookups
- * would make anyway; above CAIRN_VERIFY_MAX it is left to first use. */
+ * together (at the front, or compressed after the data), so this is one or a
+ * few large reads that lookups would make anyway; above CAIRN_VERIFY_MAX of
+ * logical metadata (what it decompresses and holds) it is left to first use. */
 #define CAIRN_VERIFY_MAX (4u << 20)
 static int image_compressed(const struct cairn_image *img)
 {
@@ -536,8 +682,10 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 	if (!o->empty) {
 		static const struct cairn_fault_config no_faults; /* read-only */
 		struct cli_open_cfg oo = o->open;
+		struct remote_fetch fetch;
 		struct cairn_stat st;
 		char why[256] = "";
+		int lean;
 
 		/* The fault device starts idle: the plan applies once the mount is up,
 		 * so tests count requests of their own reads, not of the mount. */
@@ -557,9 +705,16 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 		 * with 16 MiB. cache_size= sets any budget. */
 		if (o->learn_file && learn_paths(cf, o->learn_file))
 			return -1;
-		if (!oo.cache.budget_bytes && !o->keep_data && !will_prefetch(cf, o))
+		/* A remote image learns whether it has a profile once open: the
+		 * budget is lowered then if not (below). */
+		lean = !oo.cache.budget_bytes && !o->keep_data;
+		if (lean && !remote_default(o) && !will_prefetch(cf, o))
 			oo.cache.budget_bytes = DAEMON_BUDGET;
+		if (remote_default(o))
+			remote_fetch_start(&fetch, o);
 		rc = cli_stack_open(o->image, &oo, why, sizeof(why), &cf->stack);
+		if (remote_default(o))
+			remote_fetch_end(cf, &fetch);
 		if (!rc)
 			cf->img = cairn_stack_image(cf->stack);
 		/* Reading the root now refuses images whose metadata is damaged at the
@@ -580,8 +735,10 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 		}
 		if (verify_meta(cf->img, o))
 			return -1;
-		if (load_profile(cf, o))
+		if (learn_in_cache(cf, o) || load_profile(cf, o))
 			return -1;
+		if (lean && remote_default(o) && !cf->prefetching)
+			cairn_cache_lower_budget(cairn_image_cache(cf->img), DAEMON_BUDGET);
 		if (cf->prefetching)
 			cairn_image_prefetch_hot(cf->img);
 	}
@@ -827,6 +984,7 @@ out:
 		unlink(cf.learn_trace);
 	free(cf.learn_path);
 	free(cf.learn_trace);
+	free(cf.shipped);
 	cairn_ns_free(cf.ns);
 	cairn_stack_close(cf.stack);
 	pthread_cond_destroy(&cf.init_cond);

@@ -37,6 +37,11 @@ struct daemon {
 	struct cairn_profile_stats profile; /* what the loaded profile matched */
 	char *learn_path;               /* learn=: the profile, absolute (malloc'd) */
 	char *learn_trace;              /* ... and this run's trace beside it */
+	int learn_default;              /* learn_path is the disk cache's, not learn= */
+	char *shipped;                  /* URL.profile from the server (malloc'd), or NULL */
+	size_t shipped_len;
+	int shipped_used;               /* ... and it is the profile prefetched */
+	uint64_t shipped_requests;      /* requests that asking for it sent */
 	char *mnt_abs;                  /* absolute mountpoint */
 	char *stats_path;               /* stats= as an absolute path, or NULL (owned) */
 	pthread_mutex_t init_lock;

@@ -6,6 +6,7 @@
  * second (every change goes through this mount, and the kernel invalidates what
  * it changes itself).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -596,6 +597,7 @@ struct dir_fill {
 	char *buf;
 	size_t size, used;
 	int plus;
+	int files_too; /* plus: attributes for every entry, not subdirectories only */
 	int err;
 };
 
@@ -626,7 +628,8 @@ static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino,
 		struct cairn_ns_entry e;
 
 		memset(&fe, 0, sizeof(fe));
-		if (is_dot(name, len)) {
+		/* Node id 0: the kernel lists the name and learns nothing else. */
+		if (is_dot(name, len) || (!d->files_too && dtype != DT_DIR)) {
 			fe.attr.st_ino = ino;
 			fe.attr.st_mode = dtype << 12;
 		} else {
@@ -652,9 +655,41 @@ static int fill_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino,
 	return 0;
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+/* Does the listing from `cookie` end within `size` bytes of READDIRPLUS reply?
+ * Counts entry sizes only (fuse_add_direntry_plus with no buffer). */
+struct dir_probe {
+	fuse_req_t req;
+	size_t size, used;
+};
+
+static int probe_dirent(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+			uint64_t next)
 {
-	struct dir_fill d = { req, ino, NULL, size, 0, plus, 0 };
+	struct dir_probe *p = ctx;
+	struct fuse_entry_param fe;
+	char cname[CAIRN_NAME_MAX + 1];
+
+	if (len > CAIRN_NAME_MAX)
+		return 0;
+	memcpy(cname, name, len);
+	cname[len] = 0;
+	memset(&fe, 0, sizeof(fe));
+	p->used += fuse_add_direntry_plus(p->req, NULL, 0, cname, &fe, (off_t)next);
+	return p->used > p->size;
+}
+
+static int listing_fits(fuse_req_t req, fuse_ino_t ino, uint64_t cookie, size_t size)
+{
+	struct dir_probe p = { req, size, 0 };
+
+	return cairn_ns_readdir(ctx_of(req)->ns, ino, cookie, probe_dirent, &p) == 0 &&
+	       p.used <= size;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus,
+		       int files_too)
+{
+	struct dir_fill d = { req, ino, NULL, size, 0, plus, files_too, 0 };
 	int rc;
 
 	d.buf = malloc(size ? size : 1);
@@ -677,21 +712,34 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 static void daemon_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, 0);
+	do_readdir(req, ino, size, off, 0, 0);
 }
 
-/* READDIRPLUS hands the kernel a looked-up inode per entry. The kernel asks for
- * it at the start of a directory and then only when the program went on to stat
- * entries (READDIRPLUS_AUTO); but since it offers up to max_pages (1 MiB) per
- * request, one reply would cover a whole directory and `find` over a million
+/*
+ * READDIRPLUS hands the kernel a looked-up inode per entry. The kernel asks for
+ * it at the start of every directory, and later only when the program went on
+ * to stat entries (READDIRPLUS_AUTO); but since it offers up to max_pages (1 MiB)
+ * per request, one reply would cover a whole directory and `find` over a million
  * files would look every one of them up. Replying one page at a time keeps the
  * heuristic working: a walk that only needs names gets plain READDIRs after the
- * first page. */
+ * first page.
+ *
+ * That first page is a guess, not a sign of stat calls. A directory that ends
+ * within it gets every entry's attributes (`ls -l` of a small directory is one
+ * request). A bigger one gets them for its subdirectories only, which a walk
+ * descends into anyway: the files' inodes, about 25 of them, would cost a read
+ * of their inode table granule per directory (the whole 128 MiB table over 1M
+ * files) and spare a program that stats them 25 of its N LOOKUPs. Once the
+ * program stats, the kernel asks again mid-directory and gets them all.
+ */
 #define PLUS_REPLY_MAX 4096
 static void daemon_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				   struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size < PLUS_REPLY_MAX ? size : PLUS_REPLY_MAX, off, 1);
+	size_t page = size < PLUS_REPLY_MAX ? size : PLUS_REPLY_MAX;
+	int files_too = off != 0 || listing_fits(req, ino, 0, page);
+
+	do_readdir(req, ino, page, off, 1, files_too);
 }
 
 static void daemon_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -3,6 +3,7 @@
  * budget, pass-through, prefetch. Devices: mem -> [delay] -> stats -> cache. */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -376,8 +377,8 @@ static void test_delivered(void **state)
 	rig_close(&r);
 }
 
-/* Ranges in the order they are wanted: merged into max_io runs (gaps filled),
- * most wanted first, at most the budget. */
+/* Ranges in the order they are wanted: merged into max_io runs (gaps filled
+ * while the run stays half wanted), most wanted first, at most the budget. */
 static void test_prefetch_ranges(void **state)
 {
 	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 4u << 20 };
@@ -417,6 +418,93 @@ static void test_prefetch_ranges(void **state)
 	cairn_cache_drain(r.cache);
 	assert_int_equal(dev_requests(&r), 4);
 	rig_close(&r);
+
+	/* A gap is filled only while the run stays at least half wanted: a sparse
+	 * profile on a link with a bandwidth would pay for the holes' bytes. */
+	rig_open(&r, 8u << 20, &cfg, 0);
+	want[0] = (struct cairn_range){ 65536 * 40, 4096 };     /* one wanted ... */
+	want[1] = (struct cairn_range){ 65536 * 44, 4096 };     /* ... 3 unwanted: apart */
+	want[2] = (struct cairn_range){ 65536 * 50, 65536 * 2 }; /* two wanted ... */
+	want[3] = (struct cairn_range){ 65536 * 53, 4096 };     /* ... 1 unwanted: joined */
+	got = cairn_cache_prefetch_ranges(r.cache, want, 4);
+	cairn_cache_drain(r.cache);
+	assert_int_equal(got, (1 + 1 + 4) * 65536);
+	assert_int_equal(dev_requests(&r), 3);
+	rig_close(&r);
+}
+
+/* A device whose first request waits (up to 10 s) for a second one to start,
+ * and which records how many were ever in flight at once. */
+struct meet_bdev {
+	struct cairn_bdev base;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int inflight, peak, started;
+};
+
+static ssize_t meet_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct meet_bdev *m = (struct meet_bdev *)dev;
+	struct timespec until;
+	ssize_t r;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&m->lock);
+	m->inflight++;
+	m->peak = m->inflight > m->peak ? m->inflight : m->peak;
+	pthread_cond_broadcast(&m->cond);
+	if (m->started++ == 0)
+		while (m->inflight < 2 &&
+		       pthread_cond_timedwait(&m->cond, &m->lock, &until) != ETIMEDOUT)
+			;
+	pthread_mutex_unlock(&m->lock);
+	r = cairn_bdev_read(dev->below, buf, len, off);
+	pthread_mutex_lock(&m->lock);
+	m->inflight--;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static void meet_close(struct cairn_bdev *dev)
+{
+	struct meet_bdev *m = (struct meet_bdev *)dev;
+
+	cairn_bdev_close(dev->below);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static const struct cairn_bdev_ops meet_ops = { CAIRN_BDEV_OPS_VERSION, "meet", meet_read,
+						 meet_close };
+
+/* A read that is not segment-aligned is max_io plus a piece: two requests, and
+ * both go out together (a remote device pays one round trip, not two). */
+static void test_split_read_in_parallel(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536, .max_io = 262144 };
+	struct meet_bdev *m = calloc(1, sizeof(*m));
+	size_t size = 1u << 20, len = 262144;
+	unsigned char *src = make_source(size, 5), *buf = malloc(len);
+	struct cairn_bdev *mem;
+	struct cairn_cache *c;
+
+	assert_non_null(m);
+	assert_non_null(src);
+	assert_non_null(buf);
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	assert_int_equal(cairn_bdev_mem_new(src, size, 0, &mem), 0);
+	assert_int_equal(cairn_bdev_init(&m->base, &meet_ops, mem, size), 0);
+	assert_int_equal(cairn_cache_new(&m->base, &cfg, &c), 0);
+	assert_int_equal(cairn_cache_read(c, buf, len, 32768, NULL), (ssize_t)len);
+	assert_memory_equal(buf, src + 32768, len);
+	assert_int_equal(m->started, 2);
+	assert_int_equal(m->peak, 2);
+	cairn_cache_free(c);
+	free(buf);
+	free(src);
 }
 
 static void test_bad_config(void **state)
@@ -455,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_claims),
 		cmocka_unit_test(test_delivered),
 		cmocka_unit_test(test_prefetch_ranges),
+		cmocka_unit_test(test_split_read_in_parallel),
 		cmocka_unit_test(test_bad_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,17 +41,68 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
 		abort();
 }
 
+/* The image of the tree at dir (times 1000), compressed in chunks of
+ * 2^chunk_log2 bytes with codec (0: the default), laid out by `order` (NULL or
+ * the text of an --order file), plain_meta as in cairn_mkfs_opts (0: compressed
+ * metadata, the default). Returns a malloc'd image; *len its size. */
+static inline uint8_t *hostile_mkfs_with(const char *dir, unsigned codec, unsigned chunk_log2,
+					 const char *order, int plain_meta, size_t *len)
+{
+	char order_path[] = "/tmp/cairn-hostile-order-XXXXXX";
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m;
+	struct stat st;
+	uint8_t *buf;
+	int fd;
+
+	cairn_mkfs_opts_init(&o);
+	o.set_mtime = 1;
+	o.mtime = 1000;
+	o.codec = codec;
+	o.chunk_log2 = chunk_log2;
+	o.plain_meta = plain_meta;
+	if (order) {
+		int ofd = mkstemp(order_path);
+
+		if (ofd < 0 || write(ofd, order, strlen(order)) != (ssize_t)strlen(order) ||
+		    close(ofd))
+			abort();
+		o.order_file = order_path;
+	}
+	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
+		abort();
+	fd = memfd_create("hostile-image", MFD_CLOEXEC);
+	if (fd < 0 || cairn_mkfs_write_fd(m, fd, "memfd") || fstat(fd, &st))
+		abort();
+	cairn_mkfs_free(m);
+	if (order)
+		unlink(order_path);
+	buf = malloc((size_t)st.st_size);
+	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+		abort();
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+/* The tests that patch records in place need them where the superblock says:
+ * the metadata stored as is. */
+static inline uint8_t *hostile_mkfs(const char *dir, unsigned codec, unsigned chunk_log2,
+				    size_t *len)
+{
+	return hostile_mkfs_with(dir, codec, chunk_log2, NULL, 1, len);
+}
+
 /* The tree: /small (inline), /big (300 KiB), /dir/mid (9000 B), /dir/sub/deep,
  * /sparse (1 MiB with two data runs), /link -> dir/mid, /hard = /big's twin
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
  * malloc'd image; *len its size. With a codec the image is compressed in
- * chunks of 2^chunk_log2 bytes (0: the default). */
-static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
+ * chunks of 2^chunk_log2 bytes (0: the default), laid out by `order` (NULL or
+ * the text of an --order file); plain_meta as in cairn_mkfs_opts. */
+static inline uint8_t *hostile_build_tree(size_t *len, unsigned codec, unsigned chunk_log2,
+					  const char *order, int plain_meta)
 {
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
-	struct cairn_mkfs_opts o;
-	struct cairn_mkfs *m;
-	struct stat st;
 	uint8_t *buf;
 	int fd;
 
@@ -80,22 +131,7 @@ static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned ch
 	(void)setxattr(P("small"), "user.a", "value-a", 7, 0);
 	(void)setxattr(P("small"), "user.b", "", 0, 0);
 
-	cairn_mkfs_opts_init(&o);
-	o.set_mtime = 1;
-	o.mtime = 1000;
-	o.codec = codec;
-	o.chunk_log2 = chunk_log2;
-	if (cairn_mkfs_new(&o, &m) || cairn_mkfs_add_tree(m, "/", dir))
-		abort();
-	fd = memfd_create("hostile-image", MFD_CLOEXEC);
-	if (fd < 0 || cairn_mkfs_write_fd(m, fd, "memfd") || fstat(fd, &st))
-		abort();
-	cairn_mkfs_free(m);
-	buf = malloc((size_t)st.st_size);
-	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
-		abort();
-	close(fd);
-	*len = (size_t)st.st_size;
+	buf = hostile_mkfs_with(dir, codec, chunk_log2, order, plain_meta, len);
 	/* Remove the tree now: the test only needs the bytes. */
 	unlink(P("dir/sub/deep"));
 	rmdir(P("dir/sub"));
@@ -109,6 +145,26 @@ static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned ch
 	rmdir(dir);
 #undef P
 	return buf;
+}
+
+static inline uint8_t *hostile_build_meta(size_t *len, unsigned codec, unsigned chunk_log2,
+					  int plain_meta)
+{
+	return hostile_build_tree(len, codec, chunk_log2, NULL, plain_meta);
+}
+
+/* With a hot prefix laid out by `order`, metadata stored as is. */
+static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
+					   const char *order)
+{
+	return hostile_build_tree(len, codec, chunk_log2, order, 1);
+}
+
+/* The tests that patch records in place need them where the superblock says:
+ * the metadata stored as is. */
+static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
+{
+	return hostile_build_tree(len, codec, chunk_log2, NULL, 1);
 }
 
 static inline uint8_t *hostile_build(size_t *len)

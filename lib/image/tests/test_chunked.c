@@ -282,6 +282,69 @@ static void test_readahead_skips_delivered(void **state)
 	free(b.buf);
 }
 
+/* -o prefetch of an ordered image: the read-ahead workers decompress the hot
+ * prefix (/big's 18 chunks of 16 KiB, a fragment with its 12 KiB tail and one
+ * with /dir/mid, not the cold files after them) into the chunk cache without a reader, so reading the hot files
+ * then misses nothing; a small chunk cache bounds the walk to 3/4 of it. */
+static void test_prefetch_hot_decompresses(void **state)
+{
+	struct built b;
+	struct cairn_image *img;
+	struct cairn_chunk_cache_stats st;
+
+	(void)state;
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14, "/big\n/dir/mid\n");
+	img = open_buf(&b);
+	assert_true(cairn_image_hot_bytes(img) > 0);
+	cairn_image_prefetch_hot(img);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 20);
+	assert_int_equal(st.misses, 0);
+	check_file(img, "/big", 300 * 1024, 2);
+	check_file(img, "/dir/mid", 9000, 3);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 0);
+	assert_true(st.hits >= 20);
+	cairn_image_close(img);
+
+	img = open_buf(&b);
+	cairn_image_set_chunk_cache(img, 64 << 10);
+	cairn_image_prefetch_hot(img);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 3); /* 48 KiB of 64 */
+	assert_int_equal(st.evictions, 0);
+	check_file(img, "/big", 300 * 1024, 2);
+	cairn_image_close(img);
+	free(b.buf);
+
+	/* Range lines split /big: the prefix holds its chunk 12, /dir/mid's
+	 * fragment and its chunk 0, while the records of its cold chunks 1..11 sit
+	 * between those of chunks 0 and 12 (records are in file order). */
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14,
+				    "/big 200000 4096\n/dir/mid\n/big 0 4096\n");
+	img = open_buf(&b);
+	cairn_image_prefetch_hot(img);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 3);
+	{
+		char buf[4096];
+		cairn_ino_t big = ino_of(img, "/big");
+
+		assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 200000), sizeof(buf));
+		assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 0), sizeof(buf));
+		for (size_t i = 0; i < sizeof(buf); i++)
+			assert_int_equal((unsigned char)buf[i], hostile_byte(i, 2));
+	}
+	check_file(img, "/dir/mid", 9000, 3);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 0);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 struct reader_arg {
 	struct cairn_image *img;
 	cairn_ino_t ino;
@@ -550,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_random_no_readahead),
 		cmocka_unit_test(test_delivered_drops),
 		cmocka_unit_test(test_readahead_skips_delivered),
+		cmocka_unit_test(test_prefetch_hot_decompresses),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_hostile_records),

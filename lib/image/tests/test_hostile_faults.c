@@ -9,6 +9,7 @@
  *   - after the plan is cleared, in the same open image (same cache, same
  *     verified-block bitmap), everything reads back correctly: no failure was
  *     cached or remembered as corruption.
+ * Run on an image with its metadata as is and on one with it compressed.
  * The cache is small (4 KiB segments, 64 KiB budget) so segments are evicted
  * and fetched again, and readahead runs on its worker threads.
  */
@@ -237,12 +238,12 @@ static void test_random(void **state)
 	free(buf);
 }
 
-static int setup(void **state)
+static int setup_with(int plain_meta)
 {
 	struct cairn_image *im = NULL;
 	uint8_t *buf = malloc(BUF);
 
-	img = hostile_build(&img_len);
+	img = hostile_build_meta(&img_len, CAIRN_MKFS_NONE, 0, plain_meta);
 	assert_non_null(buf);
 	assert_int_equal(hostile_open(img, img_len, NULL, NULL, NULL, &im), 0);
 	for (size_t i = 0; i < NITEMS; i++) {
@@ -265,6 +266,18 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The metadata as is, and in compressed blocks (CAIRN_INCOMPAT_META_Z): a
+ * failed read of the block index or of a block is EIO, and not remembered. */
+static int setup_plain(void **state)
+{
+	return setup_with(1);
+}
+
+static int setup_meta_z(void **state)
+{
+	return setup_with(0);
+}
+
 static int teardown(void **state)
 {
 	for (size_t i = 0; i < NITEMS; i++)
@@ -282,5 +295,8 @@ int main(void)
 		cmocka_unit_test(test_random),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int failed = cmocka_run_group_tests_name("plain metadata", tests, setup_plain, teardown);
+
+	return failed + cmocka_run_group_tests_name("compressed metadata", tests, setup_meta_z,
+						    teardown);
 }

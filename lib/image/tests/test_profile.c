@@ -470,6 +470,55 @@ static void test_save_survives_kill(void **state)
 	free(new);
 }
 
+/* Resolving a profile asks for the metadata at once (large requests the
+ * workers send in parallel), rather than one dependent read per directory and
+ * inode block the paths cross: on a remote image each would be a round trip
+ * before the mount answers. A tree of many directories, page-sized segments,
+ * a profile naming a file in every directory. */
+#define NDIRS 150
+#define PER_DIR 8
+static void test_meta_batched(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image_info info;
+	struct cairn_image *img;
+	char src[160], p[256], img_path[160], *text = malloc(NDIRS * 64);
+	size_t len = 0;
+	uint64_t before, used;
+
+	assert_non_null(text);
+	snprintf(src, sizeof(src), "%s/many", fx->dir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	for (int d = 0; d < NDIRS; d++) {
+		snprintf(p, sizeof(p), "%s/directory-with-a-long-name-%03d", src, d);
+		assert_int_equal(mkdir(p, 0755), 0);
+		for (int f = 0; f < PER_DIR; f++) {
+			char rel[96];
+
+			snprintf(rel, sizeof(rel), "directory-with-a-long-name-%03d/file-%02d", d, f);
+			put(src, rel, 10, (unsigned)f);
+		}
+		len += (size_t)snprintf(text + len, 64, "/directory-with-a-long-name-%03d/file-%02d\n",
+					d, d % PER_DIR);
+	}
+	snprintf(img_path, sizeof(img_path), "%s/many.cairn", fx->dir);
+	build(src, img_path);
+	img = open_img(img_path);
+	cairn_image_get_info(img, &info);
+	assert_true(info.meta_len > 16 * 4096); /* many segments of metadata */
+	before = requests(img);
+	assert_int_equal(cairn_image_profile_load(img, text, len, NULL), 0);
+	cairn_cache_drain(cairn_image_cache(img));
+	used = requests(img) - before;
+	print_message("metadata %llu bytes: %llu requests to resolve %d paths\n",
+		      (unsigned long long)info.meta_len, (unsigned long long)used, NDIRS);
+	/* All of it in max_io (1 MiB) requests, a few more where a lookup was
+	 * quicker than the worker that had it queued. */
+	assert_true(used <= info.meta_len / (1u << 20) + 4);
+	cairn_image_close(img);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +528,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

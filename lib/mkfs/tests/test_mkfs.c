@@ -339,6 +339,7 @@ static int build(const char *out, struct cairn_mkfs_opts *o, const char *src)
 	char s[1024], img[1024];
 	if (!o) {
 		cairn_mkfs_opts_init(&def);
+		def.plain_meta = 1; /* the checks read the raw tables */
 		o = &def;
 	}
 	pathf(s, sizeof(s), "%s", src);
@@ -424,6 +425,7 @@ static void test_options(void **state)
 	fprintf(f, "# trace\n/big-other 0 3145728\n/edge2049\n/nonexistent\n\n/big\n");
 	fclose(f);
 	cairn_mkfs_opts_init(&o);
+	o.plain_meta = 1; /* the checks read the raw tables */
 	o.all_root = 1;
 	o.gid = 7;
 	o.set_epoch = 1;
@@ -515,6 +517,7 @@ static void test_hot_ranges(void **state)
 	fprintf(f, "/big-other 1048576 65536\n/edge2049\n/big-other 0 4096\n");
 	fclose(f);
 	cairn_mkfs_opts_init(&o);
+	o.plain_meta = 1; /* the checks read the raw tables */
 	o.order_file = order;
 	assert_int_equal(build("hot.cairn", &o, "src"), 0);
 	pathf(path, sizeof(path), "hot.cairn");
@@ -548,6 +551,7 @@ static void test_manifest_build(void **state)
 		   "/lib -> usr/lib\n/lib/extra: src/big\n/bin/*: src/edge*\n");
 	fclose(f);
 	cairn_mkfs_opts_init(&o);
+	o.plain_meta = 1; /* the checks read the raw tables */
 	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
 	int rc = cairn_mkfs_add_manifest(m, man);
 	if (rc)
@@ -583,6 +587,7 @@ static void test_errors(void **state)
 	char p[1024], img[1024];
 
 	cairn_mkfs_opts_init(&o);
+	o.plain_meta = 1; /* the checks read the raw tables */
 	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
 	pathf(p, sizeof(p), "does-not-exist");
 	assert_int_equal(cairn_mkfs_add_tree(m, "/", p), -ENOENT);
@@ -634,6 +639,7 @@ static void test_manifest_rules(void **state)
 	char img[1024];
 
 	cairn_mkfs_opts_init(&o);
+	o.plain_meta = 1; /* the checks read the raw tables */
 	add_line(&m, &o, "/bin/*: src/no-such-*.so\n", -ENOENT);
 	assert_non_null(strstr(cairn_mkfs_error(m), "M:1: "));
 	assert_non_null(strstr(cairn_mkfs_error(m), "src/no-such-*.so: the glob matches nothing"));
@@ -694,6 +700,7 @@ static void test_file_grew(void **state)
 	assert_int_equal(mkdir(dir, 0755), 0);
 	put_file("grow/file", data, sizeof(data), 0644);
 	cairn_mkfs_opts_init(&o);
+	o.plain_meta = 1; /* the checks read the raw tables */
 	o.warn = on_warn;
 	o.ctx = &w;
 	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
@@ -863,6 +870,35 @@ static void test_order_escape_roundtrip(void **state)
 	free(text);
 }
 
+static int collect_pattern(void *ctx, const char *pat, size_t len, unsigned line)
+{
+	struct collect *c = ctx;
+	size_t n = strlen(c->out);
+
+	snprintf(c->out + n, sizeof(c->out) - n, "%u:%.*s;", line, (int)len, pat);
+	return line == 99 ? -ECANCELED : 0;
+}
+
+/* --no-compress-from: one pattern per line, trimmed; comments and blank lines
+ * skipped; a callback's error stops the parse. */
+static void test_pattern_list_parse(void **state)
+{
+	struct collect c = { "" };
+	const char *text = "*.zip\n# comment\n\n  /usr/*.jar \t\r\n  # indented comment\n"
+			   "with space*\n*.gz";
+	assert_int_equal(cairn_pattern_list_parse(text, strlen(text), collect_pattern, &c), 0);
+	assert_string_equal(c.out, "1:*.zip;4:/usr/*.jar;6:with space*;7:*.gz;");
+	c.out[0] = '\0';
+	assert_int_equal(cairn_pattern_list_parse("", 0, collect_pattern, &c), 0);
+	assert_int_equal(cairn_pattern_list_parse("#\n \n", 4, collect_pattern, &c), 0);
+	assert_string_equal(c.out, "");
+	char many[300] = "";
+	for (int i = 0; i < 120; i++)
+		strcat(many, "x\n");
+	assert_int_equal(cairn_pattern_list_parse(many, strlen(many), collect_pattern, &c),
+			 -ECANCELED);
+}
+
 static void test_exclude(void **state)
 {
 	const char *p1[] = { "*.o" };
@@ -883,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_parse),
 		cmocka_unit_test(test_order_parse),
 		cmocka_unit_test(test_order_escape_roundtrip),
+		cmocka_unit_test(test_pattern_list_parse),
 		cmocka_unit_test(test_exclude),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reproducible, setup, teardown),

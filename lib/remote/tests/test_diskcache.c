@@ -130,6 +130,18 @@ static void test_reads_and_offline(void **state)
 	cairn_bdev_close(d);
 }
 
+static void stale_usage(const char *dir, uint64_t v)
+{
+	char p[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/.usage", dir);
+	f = fopen(p, "r+");
+	assert_non_null(f);
+	assert_int_equal(fwrite(&v, sizeof(v), 1, f), 1);
+	fclose(f);
+}
+
 static void test_bound(void **state)
 {
 	struct fixture *fx = *state;
@@ -152,6 +164,49 @@ static void test_bound(void **state)
 	d = open_dc(fx, max / 4);
 	assert_true(dir_bytes(fx->dir) <= max / 4);
 	cairn_bdev_close(d);
+	/* A counter a crash left low (a chunk renamed in, the count not yet
+	 * written): the first store measures afresh, so the bound holds. */
+	d = open_dc(fx, max / 4);
+	stale_usage(fx->dir, 0);
+	for (uint64_t off = 0; off < SZ; off += 3 * CHUNK) {
+		check_read(d, fx->src, off + 3 * CHUNK < SZ ? 3 * CHUNK : SZ - off, off);
+		assert_true(dir_bytes(fx->dir) <= max / 4);
+	}
+	cairn_bdev_close(d);
+}
+
+/* Files kept beside an image's chunks (its learnt profile): named after the
+ * key, outside the bound, never evicted. */
+static void test_side_file(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t max = SZ / 2;
+	struct cairn_bdev *d = open_dc(fx, max), *up;
+	char path[256], want[256], tiny[8];
+	struct stat st;
+	FILE *f;
+
+	assert_int_equal(cairn_bdev_diskcache_file(d, ".profile", path, sizeof(path)), 0);
+	snprintf(want, sizeof(want), "%s/img-1.profile", fx->dir);
+	assert_string_equal(path, want);
+	assert_int_equal(cairn_bdev_diskcache_file(d, ".profile", tiny, sizeof(tiny)),
+			 -ENAMETOOLONG);
+	assert_int_equal(cairn_bdev_stats_new(d, &up), 0); /* found from above too */
+	assert_int_equal(cairn_bdev_diskcache_file(up, "", path, sizeof(path)), 0);
+	assert_int_equal(cairn_bdev_diskcache_file(fx->fault, "", path, sizeof(path)), -EINVAL);
+	f = fopen(want, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 3 * SZ / 4; i++) /* larger than what the bound leaves */
+		fputc('x', f);
+	fclose(f);
+	for (uint64_t off = 0; off < SZ; off += 3 * CHUNK) {
+		size_t len = off + 3 * CHUNK < SZ ? 3 * CHUNK : SZ - off;
+
+		check_read(up, fx->src, len, off);
+	}
+	assert_int_equal(stat(want, &st), 0);
+	assert_int_equal(st.st_size, 3 * SZ / 4);
+	cairn_bdev_close(up);
 }
 
 static void damage(const char *dir, uint64_t index, int how)
@@ -179,13 +234,15 @@ static void test_torn(void **state)
 	check_read(d, fx->src, 4 * CHUNK, 0);
 	damage(fx->dir, 1, 0);
 	damage(fx->dir, 2, 1);
-	/* A leftover of a crashed writer goes at the next open. */
+	/* A leftover of a crashed writer goes at the next scan: not at open (which
+	 * reads no more than the usage counter), at the first store. */
 	snprintf(p, sizeof(p), "%s/img-1/tmp.1.0000000000000003", fx->dir);
 	fclose(fopen(p, "w"));
 	cairn_bdev_close(d);
 	d = open_dc(fx, 0);
-	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(access(p, F_OK), 0);
 	check_read(d, fx->src, 4 * CHUNK, 0); /* damaged chunks come from below again */
+	assert_int_equal(access(p, F_OK), -1);
 	assert_int_equal(cairn_bdev_diskcache_stats(d, &st), 0);
 	assert_int_equal(st.torn, 2);
 	fail_below(fx);
@@ -224,6 +281,36 @@ static void test_key(void **state)
 	cairn_bdev_close(m);
 }
 
+/* Keys go into the URL as SigV4's canonical URI for S3 spells them: each byte
+ * but A-Z a-z 0-9 - . _ ~ / as %XX, once; a key of 3000 bytes fits. */
+static void s3_key_escaping(const struct cairn_s3_config *c)
+{
+	struct cairn_http_origin o;
+	char *store, *url, *want;
+	size_t n = 3000;
+
+	assert_int_equal(cairn_s3_origin("s3://bkt/my dir/a+b%20c~d_e-f.g(1)&=?#\xc3\xa9\xe2\x82\xac",
+					 c, &o, &store), 0);
+	assert_string_equal(o.url, "https://bkt.s3.us-west-2.amazonaws.com/"
+			    "my%20dir/a%2Bb%2520c~d_e-f.g%281%29%26%3D%3F%23%C3%A9%E2%82%AC");
+	free(store);
+	url = malloc(n + 16);
+	want = malloc(3 * n + 64);
+	strcpy(url, "s3://b/");
+	strcpy(want, "https://b.s3.us-west-2.amazonaws.com/");
+	for (size_t i = 0; i < n; i++) {
+		url[7 + i] = '\xff';
+		strcat(want, "%FF");
+	}
+	url[7 + n] = '\0';
+	assert_int_equal(cairn_s3_origin(url, c, &o, &store), 0);
+	assert_string_equal(o.url, want);
+	assert_string_equal(o.session_token, "T");
+	free(store);
+	free(url);
+	free(want);
+}
+
 static void test_s3(void **state)
 {
 	struct fixture *fx = *state;
@@ -255,6 +342,7 @@ static void test_s3(void **state)
 	assert_string_equal(o.userpwd, "PK:PS");
 	assert_string_equal(o.session_token, "T");
 	free(store);
+	s3_key_escaping(&c);
 	assert_int_equal(cairn_s3_origin("s3://bkt", &c, &o, &store), -EINVAL);
 	assert_int_equal(cairn_s3_origin("s3:///k", &c, &o, &store), -EINVAL);
 	assert_true(cairn_url_is_remote("HTTPS://x/y"));
@@ -266,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_reads_and_offline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_side_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key, setup, teardown),

@@ -1,0 +1,164 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# `find` over a million files (issue 17): cairn beside squashfuse_ll, and kernel
+# squashfs and EROFS for reference.
+#
+#   bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]
+#
+# The tree (1,000,000 empty files, 1000 per directory, the same as bench.py's
+# "files" section) and the peer images are made once and kept in
+# /var/tmp/cairn-bench-trees; the cairn image is rebuilt when cairn is newer than
+# it (or with --rebuild). The images are copied to a work dir on tmpfs, so that a
+# cold run (caches dropped, fresh mount and daemon) reads them from RAM and the
+# time is the file system's own work, not the disk's. Two walks per system:
+#   find MNT | wc -l                   names only (READDIR, d_type)
+#   find MNT -type f -size 0 | wc -l   every entry stat'ed (READDIRPLUS / LOOKUP)
+# Prints one line per run and a median table (seconds, daemon RSS in MiB after the
+# walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
+# `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
+# other builds on a shared machine. CAIRN_OPTS adds options to `cairn mount`
+# (e.g. CAIRN_OPTS="-s" or "-o cache_size=32M").
+set -eu
+
+runs=3
+build=build
+rebuild=0
+walks="names stat"
+only=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -r) runs=$2; shift 2 ;;
+    -b) build=$2; shift 2 ;;
+    -w) case "$2" in both) walks="names stat" ;; names|stat) walks=$2 ;; *) exit 2 ;; esac; shift 2 ;;
+    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"
+    --rebuild) rebuild=1; shift ;;
+    *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+case "$build" in /*) ;; *) build="$repo/$build" ;; esac
+cairn="$build/cairn"
+[ -x "$cairn" ] || { echo "million: $cairn missing: run make first" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "million: needs root (mounts, drop_caches)" >&2; exit 1; }
+
+cache=/var/tmp/cairn-bench-trees
+tree=$cache/files-1000000
+imgs=$cache/million
+mkdir -p "$imgs"
+if [ ! -e "$tree/.complete" ]; then
+  echo "million: generating $tree (once)" >&2
+  rm -rf "$tree"
+  python3 - "$tree" <<'EOF'
+import os, sys
+d, per = sys.argv[1], 1000
+for i in range(0, 1000000, per):
+    sub = os.path.join(d, f"d{i // per:04d}")
+    os.makedirs(sub)
+    for j in range(per):
+        os.close(os.open(os.path.join(sub, f"f{j:04d}"), os.O_CREAT | os.O_WRONLY, 0o644))
+open(os.path.join(d, ".complete"), "w").close()
+EOF
+  rm -f "$imgs"/*.img
+fi
+# build NAME COMMAND...: make $imgs/NAME.img once, recording wall time and peak RSS.
+build_img() {
+  name=$1; shift
+  [ -s "$imgs/$name.img" ] && return 0
+  echo "million: building $name.img" >&2
+  /usr/bin/time -f "$name mkfs: %e s, peak RSS %M KiB" "$@" 2>>"$imgs/build.log" >/dev/null
+  tail -n 1 "$imgs/build.log" >&2
+}
+if [ "$rebuild" = 1 ] || [ "$cairn" -nt "$imgs/cairn.img" ]; then rm -f "$imgs/cairn.img"; fi
+build_img cairn "$cairn" mkfs -q --no-fsync "$tree" "$imgs/cairn.img"
+systems=cairn
+if command -v mksquashfs >/dev/null; then
+  build_img sqfs mksquashfs "$tree" "$imgs/sqfs.img" -noI -noD -noF -noX -no-progress \
+    -quiet -noappend
+  command -v squashfuse_ll >/dev/null && systems="$systems squashfuse_ll"
+  systems="$systems squashfs"
+fi
+if command -v mkfs.erofs >/dev/null; then
+  build_img erofs mkfs.erofs --quiet "$imgs/erofs.img" "$tree"
+  systems="$systems erofs"
+fi
+
+[ -z "$only" ] || systems=$only
+work=$(mktemp -d /dev/shm/cairn-million.XXXXXX)
+mnt=$work/mnt
+mkdir -p "$mnt"
+pid=
+loop=
+umount_all() {
+  if mountpoint -q "$mnt"; then umount "$mnt" 2>/dev/null || umount -l "$mnt"; fi
+  if [ -n "$pid" ]; then
+    # a FUSE daemon exits once unmounted; wait for it, never leave one behind
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    pid=
+  fi
+  if [ -n "$loop" ]; then losetup -d "$loop"; loop=; fi
+}
+trap 'umount_all; rm -rf "$work"' EXIT
+trap 'exit 1' INT TERM
+for f in "$imgs"/*.img; do cp "$f" "$work/"; done
+ls -l "$work"/*.img | awk '{ printf "million: %s %.1f MiB\n", $NF, $5 / 1048576 }' >&2
+
+wait_mount() {
+  i=0
+  while ! mountpoint -q "$mnt"; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || { echo "million: $1 did not mount" >&2; exit 1; }
+    sleep 0.02
+  done
+}
+mount_sys() {
+  case "$1" in
+    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
+    erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
+  esac
+  wait_mount "$1"
+}
+rss_mib() {
+  [ -n "$pid" ] || { echo -; return; }
+  awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status"
+}
+now_ns() { date +%s%N; }
+
+chrt=${BENCH_CHRT-chrt -f 50}
+CAIRN_OPTS=${CAIRN_OPTS:-}
+out=$work/runs
+: > "$out"
+echo "million: $runs cold runs per system and walk; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq "$runs"); do
+  for s in $systems; do
+    for w in $walks; do
+      sync
+      echo 3 > /proc/sys/vm/drop_caches
+      mount_sys "$s"
+      t0=$(now_ns)
+      if [ $w = names ]; then n=$($chrt find "$mnt" | wc -l); else n=$($chrt find "$mnt" -type f -size 0 | wc -l); fi
+      t1=$(now_ns)
+      rss=$(rss_mib)
+      umount_all
+      t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+      echo "$s $w $t $rss $n" >> "$out"
+      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB" >&2
+    done
+  done
+done
+
+med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "-" }'; }
+echo "| system | find s | find -size 0 s | daemon RSS MiB after find / after find -size 0 |"
+echo "|---|---|---|---|"
+for s in $systems; do
+  a=$(awk -v s="$s" '$1 == s && $2 == "names" { print $3 }' "$out" | med)
+  b=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $3 }' "$out" | med)
+  ra=$(awk -v s="$s" '$1 == s && $2 == "names" { print $4 }' "$out" | med)
+  rb=$(awk -v s="$s" '$1 == s && $2 == "stat" { print $4 }' "$out" | med)
+  case $s in squashfs|erofs) ra=-; rb=- ;; esac
+  echo "| $s | $a | $b | $ra / $rb |"
+done
+echo "(medians of $runs cold runs; load at end: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,0 +1,100 @@
+#!/bin/sh
+# Learned profile against the ordered image, side by side in one run (issue 17's
+# goal: profile <= 1.15x ordered + prefetch at 1 ms, <= 1.2x at 20 ms with
+# channels). Java Hello from the JDK (-p java), Python start-up with the
+# stdlib on the mount (-p python, bench.py's imports) or the small-files walk
+# (-p walk, bench.py's quick one: cat of every file of /usr/include/linux), cold (caches dropped, fresh mount), the
+# images read through bench/delayfs (as bench.py does: DELAY per request,
+# CHANNELS in parallel, BW MB/s, 0 = unlimited), alternating the two mounts,
+# RUNS times each:
+#   bench/profile_gap.sh [-p java|python|walk] [-d DELAY] [-c CHANNELS] [-r BW] [-n RUNS]
+#                        [-b BUILD] [-w WORK]
+# Prints one line per run (wall ms of the workload, device requests and MiB) and
+# the medians. Builds in WORK (default /dev/shm/cairn-profile-gap): the plain image,
+# two traces of it joined (as bench.py takes them), the ordered image built with
+# them. Needs root (mounts, drop_caches). Run with chrt -f 50 on a busy machine.
+set -eu
+delay=1ms; channels=1; bw=0; runs=5; build=build; work=/dev/shm/cairn-profile-gap; wl=java
+while getopts p:d:c:r:n:b:w: o; do
+  case $o in
+    p) wl=$OPTARG ;;
+    d) delay=$OPTARG ;; c) channels=$OPTARG ;; r) bw=$OPTARG ;; n) runs=$OPTARG ;;
+    b) build=$OPTARG ;; w) work=$OPTARG ;; *) exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+C=$(cd "$build" && pwd)/cairn
+mkdir -p "$work/hello" "$work/img" "$work/dev"
+DEV=$work/dev
+PY_MODULES="json re collections typing dataclasses argparse subprocess threading logging
+email.parser email.message http.client urllib.request urllib.parse xml.etree.ElementTree
+decimal fractions datetime pathlib tempfile shutil tarfile zipfile csv sqlite3 unittest
+asyncio ssl hashlib base64 pickle textwrap inspect ast uuid random statistics socket
+selectors gettext locale difflib pprint configparser string struct heapq bisect enum
+functools contextlib copy glob fnmatch"
+case $wl in
+  java) SRC=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}; M=$work/m ;;
+  python) SRC=/usr/lib/python3.11; M=$work/pyhome/lib/python3.11 ;;
+  walk) SRC=/usr/include/linux; M=$work/m ;;
+  *) echo "profile_gap: -p java, python or walk" >&2; exit 2 ;;
+esac
+mkdir -p "$M"
+workload() {
+  if [ "$wl" = java ]; then
+    "$M/bin/java" -cp "$work/hello" Hello
+  elif [ "$wl" = walk ]; then
+    find "$M" -type f -exec cat {} + > /dev/null
+  else
+    env -u PYTHONPATH PYTHONHOME="$work/pyhome" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3.11 -S \
+      -c "import sys, os; import $(echo $PY_MODULES | tr ' ' ,); assert os.__file__.startswith('$M'); print('ok')"
+  fi
+}
+# The last daemon may still hold its image in $DEV open a moment after unmount.
+undev() {
+  fusermount3 -u "$M" 2>/dev/null
+  i=0; until fusermount3 -u "$DEV" 2>/dev/null || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+}
+trap 'set +e; undev' EXIT
+cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+[ -f "$work/hello/Hello.class" ] || javac -d "$work/hello" "$here/Hello.java"
+if [ ! -f "$work/img/$wl-ord.cairn" ]; then
+  "$C" mkfs -q "$SRC" "$work/img/$wl.cairn"
+  for i in 0 1; do
+    cold
+    "$C" mount -o trace="$work/$wl.trace.$i" "$work/img/$wl.cairn" "$M"
+    workload > /dev/null
+    fusermount3 -u "$M"; sleep 0.5
+  done
+  cat "$work/$wl.trace.0" "$work/$wl.trace.1" > "$work/$wl.trace"
+  "$C" mkfs -q --order "$work/$wl.trace" "$SRC" "$work/img/$wl-ord.cairn"
+fi
+"$(dirname "$C")/bench/delayfs" "$work/img" "$DEV" -o "delay=$delay,channels=$channels,bw=$bw"
+i=0; while [ ! -e "$DEV/.delayfs" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+key() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+# one NAME IMAGE OPTS: a cold run; prints "NAME ms requests MiB"
+one() {
+  s=$work/$1.stats
+  rm -f "$s"
+  cold
+  "$C" mount -o "stats=$s,$3" "$DEV/$2" "$M"
+  t0=$(date +%s%N)
+  workload > /dev/null
+  t1=$(date +%s%N)
+  fusermount3 -u "$M"
+  i=0; while [ ! -s "$s" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+  echo "$1 $(( (t1 - t0) / 1000000 )) $(key device_requests "$s") $(( $(key device_bytes "$s") >> 20 ))"
+}
+echo "# $(date -u +%H:%MZ) $wl delay=$delay channels=$channels bw=$bw runs=$runs; $(uptime | sed 's/.*load/load/')"
+out=$work/runs.txt
+: > "$out"
+n=0
+while [ $n -lt "$runs" ]; do
+  one ordered "$wl-ord.cairn" prefetch | tee -a "$out"
+  one profile "$wl.cairn" "prefetch=$work/$wl.trace${PROFILE_OPTS:+,$PROFILE_OPTS}" | tee -a "$out"
+  n=$((n + 1))
+done
+med() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$out" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+o=$(med ordered 2); p=$(med profile 2)
+echo "median ordered: $o ms, $(med ordered 3) requests, $(med ordered 4) MiB"
+echo "median profile: $p ms, $(med profile 3) requests, $(med profile 4) MiB"
+awk -v o="$o" -v p="$p" 'BEGIN { printf "profile / ordered: %.2fx\n", p / o }'
