@@ -51,6 +51,7 @@ struct cairn_chunk_cache_stats {
 	uint64_t waits;              /* lookups that waited for another reader's load */
 	uint64_t readahead;          /* chunks decompressed ahead of a sequential reader */
 	uint64_t evictions;
+	uint64_t dropped;            /* chunks dropped once wholly delivered */
 	uint64_t decompressed_bytes; /* by all loads */
 	uint64_t resident_bytes, budget_bytes;
 };
@@ -87,12 +88,31 @@ int cairn_image_readdir(struct cairn_image *img, cairn_ino_t dir, uint64_t cooki
 /* Regular files: bytes read (0 at or past EOF). Holes read as zeros. */
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off);
+/* The read is not part of a stream: no read-ahead follows it, and the next read
+ * is not taken as its continuation (the rest of a chunk, copied elsewhere). */
+#define CAIRN_READ_ALONE 1u
+/* Compressed files: only from chunks decompressed already (in the chunk cache);
+ * a read that needs another gives -EAGAIN and loads nothing. Raw and zero
+ * chunks and uncompressed files are read as usual. */
+#define CAIRN_READ_CACHED 2u
+/* cairn_image_read() with CAIRN_READ_* flags. */
+ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
+			       uint64_t off, unsigned flags);
 /* Bytes [off, off+len) of regular file ino were handed to a reader that keeps
  * them (a kernel page cache): their cache segments are dropped once wholly
- * handed on (cairn_cache_delivered). Metadata is never dropped so, nor hot data
- * being prefetched. */
+ * handed on (cairn_cache_delivered), and for a compressed file its decompressed
+ * chunks once wholly handed on (its stored chunks are left to the segment
+ * cache's budget). Metadata is never dropped so, nor hot data being prefetched. */
 void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
 			   uint64_t len);
+/* The byte range [lo, hi) of regular file ino that one decompression at off
+ * yields: the compressed chunk holding off (for a tail packed in a fragment,
+ * the whole tail). A reader that got part of it may want the rest cached
+ * upstream while it is decompressed (the FUSE daemon pushes it into the page
+ * cache). -ENOENT when the file is not compressed or that chunk is stored raw or
+ * is a hole, -ENXIO at or past the end. */
+int cairn_image_chunk_span(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t *lo,
+			   uint64_t *hi);
 /* SEEK_DATA / SEEK_HOLE over a regular file, as lseek(2): the first data byte at
  * or after off, or the first hole byte (end of file counts as a hole). -ENXIO
  * when off is at or past the end (or no data follows, for SEEK_DATA). */

@@ -130,9 +130,21 @@ int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct ca
 		  uint64_t *fh);
 void cairn_ns_release(struct cairn_ns *ns, uint64_t node, uint64_t fh);
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off);
+/* cairn_ns_read() with cairn_image_read_flags()' CAIRN_READ_* flags for image files. */
+ssize_t cairn_ns_read_flags(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
+			    uint64_t off, unsigned flags);
 /* cairn_image_hot_ranges() of a node that is an image file (not copied up);
  * 0 without calling fn for anything else. */
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx);
+
+/* cairn_image_chunk_span() of a node that is an image file (not copied up);
+ * -ENOENT for anything else. */
+int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t *lo,
+			uint64_t *hi);
+/* With CAIRN_NS_USE_ONCE: bytes [off, off+len) of node, read by cairn_ns_read(),
+ * were handed to a reader that keeps them (as cairn_ns_read_iov's fn is): the
+ * image's caches may drop them (cairn_image_delivered). Otherwise a no-op. */
+void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len);
 
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
  * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a

@@ -119,6 +119,12 @@ static ssize_t read_extents(struct cairn_image *img, cairn_ino_t ino, const stru
 ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			 uint64_t off)
 {
+	return cairn_image_read_flags(img, ino, buf, len, off, 0);
+}
+
+ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
+			       uint64_t off, unsigned flags)
+{
 	struct cairn_rinode r;
 	struct cairn_cache_hint hint;
 	int rc = load_regular(img, ino, &r);
@@ -134,7 +140,7 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 	if (r.flags & CAIRN_IF_INLINE)
 		rc = cairn_image_blob_read(img, buf, len, r.data_ref + off);
 	else if (r.flags & CAIRN_IF_CHUNKED)
-		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off);
+		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off, flags);
 	else if (r.flags & CAIRN_IF_EXTENTS)
 		return read_extents(img, ino, &r, buf, len, off);
 	else {
@@ -302,11 +308,33 @@ void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 {
 	struct cairn_rinode r;
 
-	/* Compressed files are left to the budget: their stored chunks serve more
-	 * than the bytes delivered, and the chunk cache holds them decompressed. */
-	if ((!img->keep_hot || !img->profile || !cairn_profile_has(img->profile, ino)) &&
-	    load_regular(img, ino, &r) == 0 && !(r.flags & CAIRN_IF_CHUNKED))
-		(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
+	if ((img->keep_hot && img->profile && cairn_profile_has(img->profile, ino)) ||
+	    load_regular(img, ino, &r))
+		return;
+	/* Compressed files: the chunk cache drops what was delivered; their stored
+	 * chunks are left to the segment cache's budget (packed back to back, a
+	 * segment serves chunks not delivered yet). */
+	if (r.flags & CAIRN_IF_CHUNKED) {
+		int keep = img->keep_hot && !img->profile && has_hot_prefix(img);
+
+		cairn_image_chunked_delivered(img, &r, off, len, keep ? img->hot_off : 0,
+					      keep ? img->hot_off + img->hot_len : 0);
+		return;
+	}
+	(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
+}
+
+int cairn_image_chunk_span(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t *lo,
+			   uint64_t *hi)
+{
+	struct cairn_rinode r;
+	int rc = load_regular(img, ino, &r);
+
+	if (rc)
+		return rc;
+	if (!(r.flags & CAIRN_IF_CHUNKED))
+		return -ENOENT;
+	return cairn_image_chunked_span(img, &r, off, lo, hi);
 }
 
 uint64_t cairn_image_hot_bytes(const struct cairn_image *img)

@@ -139,7 +139,8 @@ int cairn_image_stored_decode(struct cairn_image *img, const char *what, uint64_
 int cairn_image_chunked_ok(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r);
 /* Bytes [off, off+len) of a CHUNKED file, inside its size. */
 int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
-			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off);
+			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off,
+			     unsigned flags);
 /* The chunk holding file offset off: its index and the offset of its first byte
  * in the file, the tail's fragment included. */
 int cairn_image_chunk_at(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
@@ -159,6 +160,18 @@ void cairn_image_chunk_prefetch_hot(struct cairn_image *img);
 /* Decompresses chunk idx of ulen bytes into buf (fsck; no cache). */
 int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 			     void *buf);
+/* Bytes [off, off+len) of a CHUNKED file were delivered (cairn_image_delivered):
+ * the chunk cache drops each decompressed chunk once all of it is, but those
+ * stored in [keep_lo, keep_hi) (the hot prefix being pushed); raw chunks are
+ * delivered to the segment cache byte for byte. */
+void cairn_image_chunked_delivered(struct cairn_image *img, const struct cairn_rinode *r,
+				   uint64_t off, uint64_t len, uint64_t keep_lo, uint64_t keep_hi);
+/* The file range [lo, hi) of the compressed chunk holding off (its tail's whole
+ * part for the fragment): what one decompression there yields. -ENOENT when
+ * that chunk is stored raw or is a hole (nothing to decompress), -ENXIO at or
+ * past the end. */
+int cairn_image_chunked_span(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+			     uint64_t *lo, uint64_t *hi);
 /* lseek(2) SEEK_DATA/SEEK_HOLE over a CHUNKED file: zero chunks are holes. */
 int64_t cairn_image_lseek_chunked(struct cairn_image *img, const struct cairn_rinode *r,
 				  uint64_t off, int whence);

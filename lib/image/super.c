@@ -403,6 +403,7 @@ int cairn_image_chunk_cache_stats(struct cairn_image *img, struct cairn_chunk_ca
 	o->misses = s.misses;
 	o->waits = s.waits;
 	o->evictions = s.evictions;
+	o->dropped = s.dropped;
 	o->readahead = s.ahead;
 	o->decompressed_bytes = s.loaded_bytes;
 	o->resident_bytes = s.resident_bytes;

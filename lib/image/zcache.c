@@ -12,6 +12,11 @@
 #include "zcache.h"
 
 #define ZC_BUCKETS 4096u /* power of two; chains stay short at any budget we allow */
+/* Keys of chunks dropped once delivered, direct-mapped (a collision forgets the
+ * older): read-ahead skips them, as the kernel has their bytes. Without this, a
+ * sequential reader's read-ahead of chunks that a parallel read had delivered
+ * already decompressed a quarter of a 128 MiB file twice. */
+#define ZC_GHOSTS 4096u
 
 enum { ZC_LOADING, ZC_READY, ZC_FAILED };
 
@@ -23,6 +28,7 @@ struct cairn_zentry {
 	unsigned refs;
 	int state, err;
 	int hashed;                       /* still in the table */
+	uint32_t delivered;               /* which 32nds of it the reader keeps (bits) */
 	char *data;
 };
 
@@ -33,6 +39,7 @@ struct cairn_zcache {
 	struct cairn_zentry *lru_head, *lru_tail;
 	size_t budget, resident;
 	struct cairn_zcache_stats st;
+	uint64_t ghost[ZC_GHOSTS]; /* key + 1 of a dropped chunk, 0 for none */
 };
 
 static size_t bucket(uint64_t key)
@@ -134,6 +141,11 @@ void cairn_zcache_set_budget(struct cairn_zcache *z, size_t budget)
 	pthread_mutex_unlock(&z->lock);
 }
 
+static uint64_t *ghost_of(struct cairn_zcache *z, uint64_t key)
+{
+	return &z->ghost[bucket(key) & (ZC_GHOSTS - 1)];
+}
+
 static struct cairn_zentry *find(struct cairn_zcache *z, uint64_t key)
 {
 	for (struct cairn_zentry *e = z->table[bucket(key)]; e; e = e->hnext)
@@ -183,12 +195,45 @@ static int load(struct cairn_zcache *z, struct cairn_zentry *e, cairn_zcache_loa
 	return rc;
 }
 
+/* An entry of len bytes is counted in up to 32 granules of this many bytes. */
+static uint64_t granule(size_t len)
+{
+	return (len + 31) / 32;
+}
+
+/* The bits of all granules of an entry of len (> 0) bytes. */
+static uint32_t all_granules(size_t len)
+{
+	uint64_t n = (len + granule(len) - 1) / granule(len);
+
+	return n >= 32 ? UINT32_MAX : (1u << n) - 1;
+}
+
+/* Every granule of e delivered: nobody needs it again (the reader keeps it). */
+static int all_delivered(const struct cairn_zentry *e)
+{
+	return e->delivered == all_granules(e->len);
+}
+
+/* Drops READY entry e, which nobody holds, from the table and the list, and
+ * leaves its key as a ghost for read-ahead to skip. */
+static void drop(struct cairn_zcache *z, struct cairn_zentry *e)
+{
+	*ghost_of(z, e->key) = e->key + 1;
+	lru_unlink(z, e);
+	unhash(z, e);
+	z->st.dropped++;
+	entry_free(e);
+}
+
 static void release(struct cairn_zcache *z, struct cairn_zentry *e)
 {
 	if (--e->refs)
 		return;
 	if (!e->hashed) /* failed: the last holder frees it */
 		entry_free(e);
+	else if (e->state == ZC_READY && all_delivered(e))
+		drop(z, e);
 	else
 		evict(z);
 }
@@ -218,7 +263,12 @@ int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zca
 			lru_unlink(z, e);
 			lru_push(z, e);
 		}
+	} else if (!fn) { /* only what is cached */
+		pthread_mutex_unlock(&z->lock);
+		return -EAGAIN;
 	} else {
+		if (*ghost_of(z, key) == key + 1) /* needed again */
+			*ghost_of(z, key) = 0;
 		e = insert(z, key, len);
 		if (!e) {
 			pthread_mutex_unlock(&z->lock);
@@ -245,7 +295,7 @@ int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
 	int rc;
 
 	pthread_mutex_lock(&z->lock);
-	if (find(z, key)) {
+	if (find(z, key) || *ghost_of(z, key) == key + 1) {
 		pthread_mutex_unlock(&z->lock);
 		return 0;
 	}
@@ -259,6 +309,37 @@ int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
 	release(z, e);
 	pthread_mutex_unlock(&z->lock);
 	return rc;
+}
+
+/* The granules of an entry of len bytes wholly inside [off, off + n), the last
+ * one counting as whole when the range reaches the entry's end (as the segment
+ * cache counts its segments, cache.c). */
+static uint32_t granules(size_t len, uint64_t off, uint64_t n)
+{
+	uint64_t g = granule(len), lo = (off + g - 1) / g;
+	uint64_t hi = off + n >= len ? 32 : (off + n) / g;
+	uint32_t bits = 0;
+
+	for (uint64_t i = lo; i < hi; i++)
+		bits |= 1u << i;
+	return bits & all_granules(len);
+}
+
+int cairn_zcache_delivered(struct cairn_zcache *z, uint64_t key, uint64_t off, uint64_t n)
+{
+	struct cairn_zentry *e;
+	int done = 0;
+
+	pthread_mutex_lock(&z->lock);
+	e = find(z, key);
+	if (e && e->state == ZC_READY && off < e->len && n) {
+		e->delivered |= granules(e->len, off, n);
+		done = all_delivered(e);
+		if (done && !e->refs)
+			drop(z, e);
+	}
+	pthread_mutex_unlock(&z->lock);
+	return done;
 }
 
 void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e)

@@ -556,13 +556,19 @@ static void delivered(struct cairn_ns *ns, cairn_ino_t lower, uint64_t off, ssiz
 
 ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len, uint64_t off)
 {
+	return cairn_ns_read_flags(ns, node, buf, len, off, 0);
+}
+
+ssize_t cairn_ns_read_flags(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
+			    uint64_t off, unsigned flags)
+{
 	struct ns_node *n = ns_node_get(ns, node);
 
 	if (n->type == S_IFDIR)
 		return -EISDIR;
 	if (ns_has_upper(n))
 		return cairn_ramfs_read(ns->ram, n->upper, buf, len, off);
-	return cairn_image_read(ns->img, n->lower, buf, len, off);
+	return cairn_image_read_flags(ns->img, n->lower, buf, len, off, flags);
 }
 
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx)
@@ -572,6 +578,24 @@ int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, v
 	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
 		return 0;
 	return cairn_image_hot_ranges(ns->img, n->lower, fn, ctx);
+}
+
+int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t *lo,
+			uint64_t *hi)
+{
+	struct ns_node *n = ns_node_get(ns, node);
+
+	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
+		return -ENOENT;
+	return cairn_image_chunk_span(ns->img, n->lower, off, lo, hi);
+}
+
+void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
+{
+	struct ns_node *n = ns_node_get(ns, node);
+
+	if (n->type == S_IFREG && !ns_has_upper(n) && n->has_lower)
+		delivered(ns, n->lower, off, (ssize_t)len);
 }
 
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,

@@ -5,6 +5,8 @@
 # - an ordered image mounted with -o prefetch, read by parallel readers while
 #   the hot pages are being pushed; the image as built with its trace as a
 #   profile (prefetch=TRACE); the plain mount, dropping delivered data;
+# - a compressed image read at random (chunk rests pushed and dropped) and in
+#   sequence (chunk read-ahead) at once;
 # - an overlay mount written, read and removed by parallel writers, then the
 #   POSIX checks on it.
 # Any ThreadSanitizer report fails the test.
@@ -49,6 +51,46 @@ for c in "hot.cairn prefetch,delay=1ms" "img.cairn prefetch=$WORK/order,delay=1m
   tsan_clean "$img -o $o"
   echo "$img -o $o: no reports"
 done
+
+# A compressed image: random 4 KiB readers, whose partly read chunks the push
+# thread stores into the page cache and delivers (the chunk cache drops them),
+# beside sequential readers of other files and the chunk read-ahead workers
+# (other files: a file read whole first would give the random readers nothing
+# but page-cache hits).
+ZSRC=$WORK/zsrc
+mkdir -p "$ZSRC/d"
+python3 - "$ZSRC/d" <<'PY'
+import random, sys
+r = random.Random(3)
+words = [bytes(r.choice(b"abcdefgh") for _ in range(r.randint(2, 8))) for _ in range(300)]
+for i in range(1, 21): # text that compresses, 50 KB to 1 MB
+    open("%s/f%d" % (sys.argv[1], i), "wb").write(b" ".join(r.choice(words) for _ in range(i * 10000)))
+PY
+"$CAIRN" mkfs -q -z zstd --chunk-size 16K "$ZSRC" "$WORK/z.cairn" || fail "mkfs -z zstd"
+mnt "$M" "$WORK/z.cairn" -o stats="$WORK/zstats" || fail "mount z.cairn"
+for r in 1 2; do
+  python3 - "$M/d" "$r" <<'PY' &
+import os, random, sys
+r = random.Random(int(sys.argv[2]))
+names = ["f%d" % i for i in range(1, 11)] # the sequential readers take f11-f20
+for _ in range(3000):
+    fd = os.open(os.path.join(sys.argv[1], r.choice(names)), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    size = os.fstat(fd).st_size
+    os.pread(fd, 4096, r.randrange(0, max(size, 1)) & ~4095)
+    os.close(fd)
+PY
+done
+for r in 1 2; do
+  (for i in $(seq 11 20); do cat "$M/d/f$i" > /dev/null; done) &
+done
+wait
+diff -r "$ZSRC" "$M" || fail "z.cairn: content differs"
+umnt "$M"
+wait_file "$WORK/zstats" || fail "no stats for z.cairn"
+grep -q '^push_chunks [1-9]' "$WORK/zstats" || fail "z.cairn: no chunk pushed"
+tsan_clean "z.cairn random and sequential readers"
+echo "z.cairn random readers: no reports"
 
 mnt "$M" "$WORK/img.cairn" -o overlay || fail "mount -o overlay"
 for w in 1 2 3 4; do

@@ -117,10 +117,11 @@ static void write_stats(struct daemon *cf)
 		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
 			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64
 				"\nchunk_waits %" PRIu64 "\nchunk_readahead %" PRIu64
-				"\nchunk_evictions %" PRIu64
+				"\nchunk_evictions %" PRIu64 "\nchunk_dropped %" PRIu64
 				"\nchunk_decompressed_bytes %" PRIu64
 				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
-				zs.readahead, zs.evictions, zs.decompressed_bytes, zs.resident_bytes);
+				zs.readahead, zs.evictions, zs.dropped, zs.decompressed_bytes,
+				zs.resident_bytes);
 		cli_print_remote_stats(f, cairn_cache_bdev(cairn_image_cache(cf->img)), "kv");
 	}
 	if (cf->img)
@@ -136,10 +137,11 @@ static void write_stats(struct daemon *cf)
 		fprintf(f, "profile_shipped_requests %" PRIu64 "\nprofile_shipped %d\n",
 			cf->shipped_requests, cf->shipped_used);
 	if (cf->push) {
-		uint64_t files, bytes;
+		uint64_t files, spans, bytes;
 
-		push_counts(cf->push, &files, &bytes);
-		fprintf(f, "push_files %" PRIu64 "\npush_bytes %" PRIu64 "\n", files, bytes);
+		push_counts(cf->push, &files, &spans, &bytes);
+		fprintf(f, "push_files %" PRIu64 "\npush_chunks %" PRIu64 "\npush_bytes %" PRIu64
+			"\n", files, spans, bytes);
 	}
 	cairn_ns_usage(cf->ns, &u);
 	fprintf(f, "ns_nodes %" PRIu64 "\nns_copy_ups %" PRIu64 "\nns_over_forgets %" PRIu64 "\n",
@@ -642,6 +644,14 @@ static void report_problem(void *ctx, const char *msg)
  * few large reads that lookups would make anyway; above CAIRN_VERIFY_MAX of
  * logical metadata (what it decompresses and holds) it is left to first use. */
 #define CAIRN_VERIFY_MAX (4u << 20)
+static int image_compressed(const struct cairn_image *img)
+{
+	struct cairn_image_info info;
+
+	cairn_image_get_info(img, &info);
+	return info.chunk_size != 0;
+}
+
 static int verify_meta(struct cairn_image *img, const struct mount_opts *o)
 {
 	struct cairn_image_info info;
@@ -931,8 +941,11 @@ int daemon_mount(const struct mount_opts *o)
 	if (pthread_create(&bdi, NULL, bdi_main, &cf) == 0)
 		have_bdi = 1;
 	/* Not while tracing for mkfs --order: that trace must see all the program's
-	 * own reads. A learning run pushes: its trace adds what the profile missed. */
-	if (cf.prefetching && !o->trace_file && cairn_image_hot_bytes(cf.img) &&
+	 * own reads. A learning run pushes: its trace adds what the profile missed.
+	 * A compressed image pushes the rest of each chunk a read decompressed. */
+	cf.compressed = cf.img && image_compressed(cf.img);
+	if (!o->trace_file && cf.img &&
+	    ((cf.prefetching && cairn_image_hot_bytes(cf.img)) || cf.compressed) &&
 	    push_start(&cf, &cf.push))
 		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
 

@@ -33,6 +33,7 @@ struct daemon {
 	struct trace *trace;      /* NULL unless trace= */
 	struct push *push;        /* NULL unless prefetching with hot ranges */
 	int prefetching;                /* -o prefetch, or a profile was loaded */
+	int compressed;                 /* the image has compressed chunks */
 	struct cairn_profile_stats profile; /* what the loaded profile matched */
 	char *learn_path;               /* learn=: the profile, absolute (malloc'd) */
 	char *learn_trace;              /* ... and this run's trace beside it */
@@ -82,7 +83,14 @@ int push_start(struct daemon *cf, struct push **out);
 /* Queues the hot ranges of node (an image file, image inode image_ino) once per
  * inode; called before the reply that tells the kernel of the node. */
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
-void push_counts(struct push *p, uint64_t *files, uint64_t *bytes);
+/* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
+ * chunk a read just decompressed, stored after hot ranges and then delivered
+ * (cairn_ns_delivered). Takes a lookup reference on node that the caller took
+ * (cairn_ns_hold) before replying to that read (the kernel may forget the node
+ * after the reply); it is dropped once pushed, or now if not queued (a chunk
+ * whose push is on already is not queued again). */
+void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi);
+void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes);
 void push_halt(struct push *p);
 void push_stop(struct push *p);
 

@@ -449,6 +449,35 @@ static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t si
 		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
 }
 
+/* A read that leaves part of a compressed chunk unread (a random reader's 4 KiB,
+ * either end of a sequential window) decompresses the chunk all the same: the
+ * chunks at either end the read leaves partly unread go to the page-cache push
+ * once the read has decompressed them, so the kernel has the rest when it is
+ * read (push.c). Found before the read, with a lookup reference each taken
+ * before the reply, which may let the kernel forget the node. Returns how many
+ * spans (at most 2) it put in sp. */
+static int partial_chunks(struct daemon *cf, fuse_ino_t ino, size_t size, off_t off,
+			  uint64_t sp[2][2])
+{
+	uint64_t lo = 0, hi = 0, end = (uint64_t)off + size;
+	int n = 0;
+
+	if (!cf->push || !cf->compressed || !size)
+		return 0;
+	if (cairn_ns_chunk_span(cf->ns, ino, (uint64_t)off, &lo, &hi) == 0 &&
+	    (lo < (uint64_t)off || hi > end)) {
+		sp[n][0] = lo;
+		sp[n++][1] = hi;
+	}
+	if (end > hi && cairn_ns_chunk_span(cf->ns, ino, end - 1, &lo, &hi) == 0 && hi > end) {
+		sp[n][0] = lo;
+		sp[n++][1] = hi;
+	}
+	for (int i = 0; i < n; i++)
+		cairn_ns_hold(cf->ns, ino);
+	return n;
+}
+
 static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
@@ -459,8 +488,12 @@ static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* The path is taken before replying: once the kernel has its data it may
 	 * forget the node on another thread. */
 	int traced = cf->trace && cairn_ns_path(cf->ns, ino, path, sizeof(path)) > 0;
+	uint64_t sp[2][2];
+	int nsp = partial_chunks(cf, ino, size, off, sp);
 
 	rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
+	for (int i = 0; i < nsp; i++) /* decompressed now: the push finds them cached */
+		push_span(cf->push, ino, sp[i][0], sp[i][1]);
 	if (from_image) {
 		__atomic_add_fetch(&cf->image_reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&cf->image_read_bytes, size, __ATOMIC_RELAXED);

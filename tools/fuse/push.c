@@ -18,6 +18,19 @@
  * another file.
  * If the kernel has dropped the inode meanwhile, notify_store says -ENOENT and the
  * push of that file ends.
+ *
+ * Compressed images: a read of part of a compressed chunk decompresses all of
+ * it, so the rest of the chunk is queued too (push_span), after hot ranges,
+ * and marked delivered once stored (the chunk cache then drops it). It is
+ * pushed only while it is still decompressed (CAIRN_READ_CACHED): once the
+ * kernel has read all of it (the other end of a sequential window), the chunk
+ * cache has dropped it, and loading it again would cost more than it saves. A random
+ * 4 KiB reader then costs one decompression per chunk, not one per page: the
+ * kernel serves the chunk's other pages from its cache. It is queued from the
+ * read handler but stored by this thread: a store waits for the pages it
+ * writes to be unlocked, and a page in a read the kernel has sent is locked
+ * until some handler replies to it, which a handler that stored would never do
+ * (with -s, or with every worker storing).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +44,12 @@
 struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
+	int deliver;              /* a chunk's rest: the daemon may drop it once stored */
 };
+
+/* Chunk pushes queued or running at most; the reads that come in for a chunk's
+ * other pages before its push is done do not queue it again. */
+#define SPANS_MAX 64
 
 struct push {
 	struct daemon *cf;
@@ -46,6 +64,9 @@ struct push {
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
+	uint64_t spans;           /* chunk rests queued (under lock) */
+	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
+	unsigned spans_n;
 };
 
 static size_t hash_ino(uint64_t k)
@@ -158,7 +179,7 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t pos, uint64_t le
 		f->v = v;
 		f->cap = ncap;
 	}
-	f->v[f->n++] = (struct push_range){ pos, file_off, len, f->node, 0 };
+	f->v[f->n++] = (struct push_range){ pos, file_off, len, f->node, 0, 0 };
 	return 0;
 }
 
@@ -182,6 +203,52 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino)
 		pthread_mutex_unlock(&p->lock);
 	}
 	free(f.v);
+}
+
+/* Lock held: the slot of chunk push (node, lo) among those on, or spans_n. */
+static unsigned span_find(const struct push *p, uint64_t node, uint64_t lo)
+{
+	unsigned i = 0;
+
+	while (i < p->spans_n && (p->spans_on[i][0] != node || p->spans_on[i][1] != lo))
+		i++;
+	return i;
+}
+
+/* Lock held: chunk push (node, lo) is done (stored or given up). */
+static void span_done(struct push *p, uint64_t node, uint64_t lo)
+{
+	unsigned i = span_find(p, node, lo);
+
+	if (i < p->spans_n) {
+		p->spans_on[i][0] = p->spans_on[p->spans_n - 1][0];
+		p->spans_on[i][1] = p->spans_on[p->spans_n - 1][1];
+		p->spans_n--;
+	}
+}
+
+void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
+{
+	/* After every hot range: those are what the program reads next, and a
+	 * chunk rest is still pushed once they are done, while it is cached. */
+	struct push_range r = { UINT64_MAX, lo, hi - lo, node, 0, 1 };
+	int queued = 0;
+
+	pthread_mutex_lock(&p->lock);
+	/* A chunk already on is not queued again, and when SPANS_MAX are on, a new
+	 * one is not queued at all: the push is advice, the pages are still read. */
+	if (!p->stop && hi > lo && p->spans_n < SPANS_MAX &&
+	    span_find(p, node, lo) == p->spans_n && heap_push(p, &r) == 0) {
+		p->spans_on[p->spans_n][0] = node;
+		p->spans_on[p->spans_n][1] = lo;
+		p->spans_n++;
+		p->spans++;
+		queued = 1; /* the caller's reference goes with it */
+		pthread_cond_signal(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!queued)
+		cairn_ns_forget(p->cf->ns, node, 1);
 }
 
 /* ---- the pushing thread ---- */
@@ -216,7 +283,8 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	ssize_t got;
 
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
-	got = cairn_ns_read(p->cf->ns, r->node, p->buf, want, off);
+	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
+				  r->deliver ? CAIRN_READ_ALONE | CAIRN_READ_CACHED : 0);
 	if (got <= 0)
 		return 0;
 	bv.buf[0].mem = p->buf;
@@ -230,6 +298,8 @@ static size_t push_piece(struct push *p, struct push_range *r)
 			return 0;
 		push_retry_wait(r->tries - 1);
 	}
+	if (r->deliver)
+		cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got);
 	if (off + (uint64_t)got >= end) {
 		r->len = 0;
 		return (size_t)got;
@@ -247,6 +317,7 @@ static void *push_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct push_range r;
+		uint64_t lo;
 		size_t done;
 
 		while (!p->n && !p->stop)
@@ -255,9 +326,12 @@ static void *push_main(void *arg)
 			break;
 		r = heap_pop(p);
 		pthread_mutex_unlock(&p->lock);
+		lo = r.file_off;
 		done = push_piece(p, &r);
 		pthread_mutex_lock(&p->lock);
 		p->bytes += done;
+		if (r.deliver) /* a chunk is one piece (at most PUSH_CHUNK) */
+			span_done(p, r.node, lo);
 		if (done && r.len && heap_push(p, &r) == 0)
 			continue; /* still holds its reference */
 		pthread_mutex_unlock(&p->lock);
@@ -291,13 +365,14 @@ int push_start(struct daemon *cf, struct push **out)
 	return 0;
 }
 
-void push_counts(struct push *p, uint64_t *files, uint64_t *bytes)
+void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes)
 {
-	*files = *bytes = 0;
+	*files = *spans = *bytes = 0;
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	*files = p->files;
+	*spans = p->spans;
 	*bytes = p->bytes;
 	pthread_mutex_unlock(&p->lock);
 }

@@ -175,6 +175,113 @@ static void test_burst_decompresses_once(void **state)
 	free(b.buf);
 }
 
+/* A random reader's read that happens to end at a chunk's end queues no
+ * read-ahead (it decompressed the next chunk for nothing: 4.3x the file under
+ * fio randread); a read that goes on from where the last one ended does. */
+static void test_random_no_readahead(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t ino = ino_of(img, "/big");
+	char buf[4096], big[16384];
+
+	(void)state;
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 5 * 16384 - 4096),
+			 sizeof(buf));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.readahead, 0);
+	for (uint64_t off = 5 * 16384; off < 6 * 16384; off += sizeof(buf))
+		assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), off), sizeof(buf));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.readahead, 1); /* chunk 6, after the sequential run */
+	/* A whole chunk read alone (a push) right after a read that ended at its
+	 * start: not a stream, no read-ahead. */
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 8 * 16384 - 4096),
+			 sizeof(buf));
+	assert_int_equal(cairn_image_read_flags(img, ino, big, sizeof(big), 8 * 16384,
+						CAIRN_READ_ALONE), sizeof(big));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 1);
+	/* A chunk or more read anywhere is a window of a stream: read ahead. */
+	assert_int_equal(cairn_image_read(img, ino, big, sizeof(big), 12 * 16384), sizeof(big));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.readahead, 2);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+/* Use-once: a decompressed chunk is dropped once all its bytes were delivered
+ * (the kernel's page cache has them), not before; the file's tail, packed in a
+ * fragment with other files' tails, stays until all of the fragment was. */
+static void test_delivered_drops(void **state)
+{
+	struct built b = build(CAIRN_MKFS_LZ4, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t ino = ino_of(img, "/big");
+	char buf[4096];
+
+	(void)state;
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 2 * 16384), sizeof(buf));
+	cairn_image_delivered(img, ino, 2 * 16384, 8192);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.resident_bytes, 16384);
+	assert_int_equal(st.dropped, 0);
+	cairn_image_delivered(img, ino, 2 * 16384 + 8000, 8384); /* the rest, overlapping */
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(st.resident_bytes, 0);
+	/* Only from the cache: a dropped chunk is not loaded again. */
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, sizeof(buf), 2 * 16384,
+						CAIRN_READ_CACHED), -EAGAIN);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 1);
+	/* A chunk not cached is left alone; reading it again decompresses it. */
+	cairn_image_delivered(img, ino, 0, 16384);
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 2 * 16384), sizeof(buf));
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, sizeof(buf), 2 * 16384 + 4096,
+						CAIRN_READ_CACHED), sizeof(buf));
+	cairn_image_close(img);
+	free(b.buf);
+}
+
+/* Read-ahead skips a chunk dropped once delivered (the kernel has it): a
+ * sequential reader's read-ahead that ran behind a parallel reader decompressed
+ * such chunks again for nothing. A read of it loads it. */
+static void test_readahead_skips_delivered(void **state)
+{
+	struct built b = build(CAIRN_MKFS_ZSTD, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t ino = ino_of(img, "/big");
+	char buf[16384];
+
+	(void)state;
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 0), sizeof(buf));
+	cairn_image_chunk_drain(img); /* chunk 1 read ahead */
+	cairn_image_delivered(img, ino, 16384, 16384);
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 0), sizeof(buf));
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(st.readahead, 1); /* not chunk 1 again */
+	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 16384), sizeof(buf));
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.misses, 2);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 /* -o prefetch of an ordered image: the read-ahead workers decompress the hot
  * prefix (/big's 18 chunks of 16 KiB, a fragment with its 12 KiB tail and one
  * with /dir/mid, not the cold files after them) into the chunk cache without a reader, so reading the hot files
@@ -503,6 +610,9 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_codecs),
 		cmocka_unit_test(test_incompat_bit),
 		cmocka_unit_test(test_burst_decompresses_once),
+		cmocka_unit_test(test_random_no_readahead),
+		cmocka_unit_test(test_delivered_drops),
+		cmocka_unit_test(test_readahead_skips_delivered),
 		cmocka_unit_test(test_prefetch_hot_decompresses),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),

@@ -1,0 +1,104 @@
+#!/bin/sh
+# 4 KiB random reads of a compressed file through the mount (issue 12, "Random
+# reads"; docs/bench/compression.md). fio --rw=randread --bs=4k --ioengine=psync
+# --runtime=5 over the JDK's 128 MiB `modules`, in an image of that file alone,
+# with 1 and 2 jobs, for cairn (uncompressed, lz4hc, zstd), kernel EROFS lz4hc and
+# squashfuse_ll zstd. The images live in /dev/shm (no device cost: this measures
+# the file system, not a disk) and every run gets a fresh mount, so the file
+# system's own caches start cold without dropping the machine's page cache.
+# Prints one markdown row per system: median MiB/s over RUNS runs (min-max), and
+# for cairn the daemon's peak RSS (VmHWM) over the runs.
+#   bench/zrandom.sh [BUILD] [RUNS]     (root; SYSTEMS="cairn-zstd erofs-lz4hc" to pick)
+set -eu
+build=${1:-build}
+runs=${2:-3}
+cairn=$(realpath "$build/cairn")
+src=${ZRANDOM_FILE:-/usr/lib/jvm/java-17-openjdk-amd64/lib/modules}
+systems=${SYSTEMS:-"cairn cairn-lz4hc cairn-zstd erofs-lz4hc squashfuse-zstd"}
+work=$(mktemp -d /dev/shm/cairn-zrandom.XXXXXX)
+mnt=$work/mnt
+unmount() { # MOUNTPOINT: fusermount3 -u, retried for 5 s (a file just closed
+  # may keep the mount busy a moment)
+  _i=0
+  until fusermount3 -u "$1" 2>/dev/null; do
+    _i=$((_i + 1)); [ $_i -lt 25 ] || { fusermount3 -u "$1"; return 1; }; sleep 0.2
+  done
+}
+cleanup() {
+  mountpoint -q "$mnt" 2>/dev/null && { unmount "$mnt" || umount "$mnt"; }
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$work/src" "$mnt"
+cp "$src" "$work/src/"
+name=$(basename "$src")
+
+image() { # system: builds its image once, prints its path
+  i=$work/$1.img
+  [ -e "$i" ] && { echo "$i"; return; }
+  case $1 in
+  cairn) "$cairn" mkfs -q --no-fsync "$work/src" "$i" ;;
+  cairn-lz4hc) "$cairn" mkfs -q --no-fsync -z lz4hc "$work/src" "$i" ;;
+  cairn-zstd) "$cairn" mkfs -q --no-fsync -z zstd "$work/src" "$i" ;;
+  erofs-lz4hc) mkfs.erofs --quiet -zlz4hc "$i" "$work/src" ;;
+  squashfuse-zstd) mksquashfs "$work/src" "$i" -comp zstd -no-progress -quiet -noappend ;;
+  esac >/dev/null
+  echo "$i"
+}
+
+mount_sys() { # system image
+  case $1 in
+  cairn*) "$cairn" mount -o "${CAIRN_OPTS:-noprofile}" "$2" "$mnt" ;;
+  erofs*) mount -t erofs -o loop,ro "$2" "$mnt" ;;
+  squashfuse*) squashfuse_ll "$2" "$mnt" ;;
+  esac
+}
+
+umount_sys() {
+  case $1 in
+  erofs*) umount "$mnt" ;;
+  *) unmount "$mnt" ;;
+  esac
+}
+
+daemon_pid() { # the cairn daemon serving $mnt
+  for p in $(pgrep -x cairn-fuse 2>/dev/null; pgrep -x cairn 2>/dev/null); do
+    tr '\0' ' ' 2>/dev/null < /proc/$p/cmdline | grep -q -- " $mnt" && { echo "$p"; return; }
+  done
+  return 0
+}
+
+fio_mibs() { # jobs: one fio run, prints MiB/s
+  fio --name=r --filename="$mnt/$name" --rw=randread --bs=4k --ioengine=psync \
+      --runtime=5 --numjobs="$1" --group_reporting --output-format=terse \
+      --terse-version=3 2>/dev/null | awk -F';' '{ printf "%.1f\n", $7 / 1024 }'
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)];
+  printf "%s (%s-%s)", m, v[1], v[NR] }'; }
+
+echo "| system | 1 job MiB/s | 2 jobs MiB/s | daemon peak RSS MiB |"
+echo "|---|---|---|---|"
+for s in $systems; do
+  img=$(image "$s")
+  row="| $s"
+  hwm=0
+  for jobs in 1 2; do
+    : > "$work/bw"
+    r=0
+    while [ $r -lt "$runs" ]; do
+      mount_sys "$s" "$img"
+      fio_mibs "$jobs" >> "$work/bw"
+      p=$(daemon_pid)
+      if [ -n "$p" ]; then
+        h=$(awk '/VmHWM/ { print int($2 / 1024) }' /proc/$p/status)
+        [ "$h" -gt "$hwm" ] && hwm=$h
+      fi
+      umount_sys "$s"
+      r=$((r + 1))
+    done
+    row="$row | $(median < "$work/bw")"
+  done
+  case $s in cairn*) row="$row | $hwm |" ;; *) row="$row | - |" ;; esac
+  echo "$row"
+done
