@@ -136,28 +136,12 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 		if (!j) {
 			fail_claims(c, s + i, k, -ENOMEM);
 		} else {
-			j->check_only = 0;
 			j->n = k;
 			memcpy(j->segs, s + i, k * sizeof(j->segs[0]));
 			job_push(c, j);
 		}
 		i += k;
 	}
-}
-
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
-{
-	struct ra_job *j = n ? malloc(sizeof(*j) + n * sizeof(j->segs[0])) : NULL;
-
-	if (!j) {
-		if (n)
-			check_segs(c, s, n, 1, 0);
-		return;
-	}
-	j->check_only = 1;
-	j->n = n;
-	memcpy(j->segs, s, n * sizeof(j->segs[0]));
-	job_push(c, j);
 }
 
 static void *worker_main(void *arg)
@@ -179,10 +163,7 @@ static void *worker_main(void *arg)
 		c->jobs_running++;
 		pthread_mutex_unlock(&c->job_lock);
 
-		if (j->check_only)
-			check_segs(c, j->segs, j->n, 1, 0);
-		else
-			fetch_run(c, j->segs, j->n, 1, 0);
+		fetch_run(c, j->segs, j->n, 1, 0);
 		free(j);
 
 		pthread_mutex_lock(&c->job_lock);

@@ -13,8 +13,12 @@
  *    merged run segment by segment, and fetches the bad one again on the next
  *    read; a bad granule among the neighbours a read was widened to costs no
  *    request more (they are checked apart, not fetched again);
- *  - readers on several threads, with the workers checking the neighbours,
- *    get the right bytes or -CAIRN_EDIGEST for exactly the bad granule (TSan);
+ *  - bytes fetched ahead (widened reads, prefetch on a worker) are hashed only
+ *    when a read needs them, and a bad granule among them fails exactly those
+ *    reads and is fetched again by the next;
+ *  - readers on several threads, racing for unchecked segments and with the
+ *    workers prefetching, get the right bytes or -CAIRN_EDIGEST for exactly
+ *    the bad granule (TSan);
  *  - the verify device's open read is handed to the cache (no second request).
  */
 #include <errno.h>
@@ -401,8 +405,9 @@ static uint64_t requests(struct cairn_bdev *stats)
 /* A 4 KiB read of a small file is widened to the whole file (one request); a
  * bad granule in the part it did not ask for must neither fail it nor make the
  * cache fetch the run again (it did, segment by segment, when the run was
- * checked as one). The good neighbours are cached; the bad one fails when a
- * read needs it, each time fetched alone. */
+ * checked as one). The neighbours are held unchecked (not hashed until a read
+ * needs them); the bad one fails when a read needs it, and is fetched again,
+ * alone, by the next read that does. */
 static void test_bad_neighbour_no_refetch(void **state)
 {
 	struct fx *f = *state;
@@ -423,6 +428,8 @@ static void test_bad_neighbour_no_refetch(void **state)
 	assert_memory_equal(buf, f->want[3], 4096);
 	cairn_cache_drain(cairn_image_cache(img));
 	assert_int_equal(requests(stats) - n0, 1);
+	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
+	assert_int_equal(vs.mismatches, 0); /* the bad neighbour is not hashed yet */
 	for (unsigned k = 1; k < 6; k++) {
 		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
 
@@ -432,17 +439,75 @@ static void test_bad_neighbour_no_refetch(void **state)
 		assert_memory_equal(buf, f->want[3] + k * 4096, len);
 	}
 	assert_int_equal(requests(stats) - n0, 1); /* all cached by the first request */
-	/* Twice, so the second read is sequential: its readahead must not fetch
-	 * the segment that just failed again. */
-	for (unsigned round = 0; round < 2; round++) {
+	/* Three times: the first checks the bytes the widened read brought (no
+	 * request), each later one fetches them again. The third read is
+	 * sequential: its readahead must not fetch the failed segment again. */
+	for (unsigned round = 0; round < 3; round++) {
 		assert_int_equal(cairn_image_read(img, ino, buf, 10, 3 * 4096), -CAIRN_EDIGEST);
 		cairn_cache_drain(cairn_image_cache(img));
-		assert_int_equal(requests(stats) - n0, 2 + round);
+		assert_int_equal(requests(stats) - n0, 1 + round);
 	}
 	assert_int_equal(cairn_bdev_verify_stats(stats, &vs), -EINVAL); /* below verify */
 	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
 	assert_int_equal(vs.mismatches, 3);
 	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
+	cairn_image_close(img);
+	free(copy);
+}
+
+/* Granules the verify device under img's cache has hashed so far. */
+static uint64_t hashed(struct cairn_image *img)
+{
+	struct cairn_verify_stats vs;
+
+	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
+	return vs.granules + vs.mismatches;
+}
+
+/* Bytes fetched ahead on a worker (prefetch, as readahead) are held unchecked:
+ * a read hashes only the granules it needs, a bad one gives -CAIRN_EDIGEST to
+ * exactly the reads that need it (and never its bytes), and the next read of
+ * it fetches it again instead of remembering the failure or the bytes. */
+static void test_bad_granule_read_ahead(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_image *img;
+	struct cairn_bdev *stats;
+	static uint8_t buf[4096];
+	cairn_ino_t ino;
+	uint64_t lo, hi, n0, h0;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+
+	opts_pinned(&o, f->digest);
+	o.cache.threads = 2;
+	assert_int_equal(open_bytes(f, copy, &o, &img, &stats), 0);
+	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0);
+	cairn_cache_drain(cairn_image_cache(img));
+	n0 = requests(stats);
+	h0 = hashed(img);
+	cairn_cache_prefetch(cairn_image_cache(img), lo, hi - lo);
+	cairn_cache_drain(cairn_image_cache(img));
+	assert_int_equal(requests(stats) - n0, 1);
+	assert_int_equal(hashed(img), h0); /* fetched, not hashed: nobody read it */
+	for (unsigned round = 0; round < 2; round++) {
+		for (unsigned k = 0; k < 6; k++) {
+			size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
+			ssize_t n = cairn_image_read(img, ino, buf, len, k * 4096);
+
+			if (k == 3) {
+				assert_int_equal(n, -CAIRN_EDIGEST);
+				continue;
+			}
+			assert_int_equal(n, (ssize_t)len);
+			assert_memory_equal(buf, f->want[3] + k * 4096, len);
+		}
+		cairn_cache_drain(cairn_image_cache(img));
+		/* Round 0 took all from the prefetch; round 1 fetched the bad one again. */
+		assert_int_equal(requests(stats) - n0, 1 + round);
+		/* Each granule hashed once when first read; the bad one at each read. */
+		assert_int_equal(hashed(img) - h0, 6 + round);
+	}
 	cairn_image_close(img);
 	free(copy);
 }
@@ -473,8 +538,9 @@ static void *reader_main(void *p)
 	return NULL;
 }
 
-/* Readers race each other and the workers that check the neighbours of their
- * widened reads (run under TSan by make tsan-test). */
+/* Readers race each other for the unchecked neighbours of their widened reads,
+ * and (every other iteration) the workers fetching a prefetch of the file
+ * (run under TSan by make tsan-test). */
 static void test_bad_granule_threads(void **state)
 {
 	struct fx *f = *state;
@@ -492,6 +558,8 @@ static void test_bad_granule_threads(void **state)
 		struct cairn_image *img;
 
 		assert_int_equal(open_bytes(f, copy, &o, &img, NULL), 0);
+		if (iter % 2)
+			cairn_cache_prefetch(cairn_image_cache(img), lo, g_sizes[3]);
 		for (unsigned t = 0; t < 4; t++) {
 			r[t] = (struct reader){ f, img, ino, (iter + t * 2) % 6, 0 };
 			assert_int_equal(pthread_create(&th[t], NULL, reader_main, &r[t]), 0);
@@ -535,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_reproducible),
 		cmocka_unit_test(test_bad_granule_alone),
 		cmocka_unit_test(test_bad_neighbour_no_refetch),
+		cmocka_unit_test(test_bad_granule_read_ahead),
 		cmocka_unit_test(test_bad_granule_threads),
 		cmocka_unit_test(test_flip_every_byte),
 	};
