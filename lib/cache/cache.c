@@ -224,7 +224,8 @@ void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
 }
 
 /* Fetched segments become `state`, READY or (not yet checked) UNCHECKED, each
- * one's length from its place on the device. */
+ * one's length from its place on the device. An UNCHECKED one gets a reference
+ * more, for the background check (check_spare drops it). */
 static void publish_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 			uint64_t own_hi, uint8_t state)
 {
@@ -237,6 +238,7 @@ static void publish_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_
 		pthread_mutex_lock(&sh->lock);
 		s[i]->len = (uint32_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
 		s[i]->state = state;
+		s[i]->refs += state == SEG_UNCHECKED;
 		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
 			s[i]->referenced = 1;
 			s[i]->from_ra = 0;
@@ -302,15 +304,61 @@ static int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t 
 	return err;
 }
 
-/* A verified run that was just read: a reader (own_lo <= own_hi) checks its
- * own segments; the rest (the neighbours its read was widened to, or a
- * worker's whole readahead run) are published unchecked first, so a reader
- * waiting on one can check it meanwhile. Returns the error of an own segment. */
+/* Check a segment its caller took from SEG_UNCHECKED (set it FETCHING, so
+ * others wait) and make it READY, or fail it. 0 or the error. */
+static int check_taken(struct cairn_cache *c, struct seg *s)
+{
+	struct shard *sh = seg_shard(c, s->idx);
+	int rc = cairn_bdev_verify_check(c->verify, s->data, s->len, s->idx << c->seg_shift);
+
+	if (rc) {
+		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+		fail_claims(c, &s, 1, rc);
+		return rc;
+	}
+	pthread_mutex_lock(&sh->lock);
+	s->state = SEG_READY;
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+	return 0;
+}
+
+void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		int take;
+
+		pthread_mutex_lock(&sh->lock);
+		/* Not evicted (and not replaced), and no reader took it first. */
+		take = seg_lookup(sh, s[i]->idx) == s[i] && s[i]->state == SEG_UNCHECKED;
+		if (take)
+			s[i]->state = SEG_FETCHING;
+		pthread_mutex_unlock(&sh->lock);
+		if (take)
+			(void)check_taken(c, s[i]); /* a failure is for the reads that need it */
+		seg_release(c, s[i]);
+	}
+}
+
+/* A verified run that was just read. The segments its reader (own_lo <=
+ * own_hi) asked for are checked on its thread; the rest (the neighbours its
+ * read was widened to, or a worker's whole readahead run) are published
+ * unchecked and checked in the background: on a worker for a reader, here on
+ * a worker. A reader that needs one before that takes it and checks it itself,
+ * so it never waits behind hashing of bytes it did not ask for. Returns the
+ * error of an own segment. */
 static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		     uint64_t own_hi)
 {
 	size_t a = 0, b;
+	int err;
 
+	if (own_lo > own_hi) {
+		publish_run(c, s, n, own_lo, own_hi, SEG_UNCHECKED);
+		check_spare(c, s, n);
+		return 0;
+	}
 	while (a < n && s[a]->idx < own_lo)
 		a++;
 	for (b = a; b < n && s[b]->idx <= own_hi; b++)
@@ -319,7 +367,10 @@ static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t o
 		publish_run(c, s, a, own_lo, own_hi, SEG_UNCHECKED);
 	if (b < n)
 		publish_run(c, s + b, n - b, own_lo, own_hi, SEG_UNCHECKED);
-	return check_segs(c, s + a, b - a, own_lo, own_hi);
+	queue_checks(c, s, a);
+	queue_checks(c, s + b, n - b);
+	err = check_segs(c, s + a, b - a, own_lo, own_hi);
+	return err;
 }
 
 /* Reads [off, off+want) into dst from the device; c->verify: from below it
@@ -464,7 +515,7 @@ static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *bu
 			break;
 		s->state = SEG_FETCHING;
 		pthread_mutex_unlock(&sh->lock);
-		(void)check_segs(c, &s, 1, s->idx, s->idx); /* READY or FAILED */
+		(void)check_taken(c, s); /* READY or FAILED */
 		pthread_mutex_lock(&sh->lock);
 	}
 	if (s->state == SEG_READY)

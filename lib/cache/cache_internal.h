@@ -32,9 +32,10 @@
  * SEG_UNCHECKED (over a verify device only): speculative bytes fetched but not
  * yet checked against their digests. They are never served: the first reader
  * that needs them takes them (back to SEG_FETCHING, so others wait), checks
- * them on its own thread, and publishes them READY or fails them. Readahead a
- * program never reads is thus never hashed. Such a segment is on the CLOCK
- * ring (evictable like a READY one); while taken it is pinned there. */
+ * them on its own thread, and publishes them READY or fails them; a worker
+ * checks them meanwhile (check_spare) unless a reader got there first. Such a
+ * segment is on the CLOCK ring (evictable like a READY one); while taken it
+ * is pinned there. */
 enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED, SEG_GONE, SEG_UNCHECKED };
 
 struct seg {
@@ -74,6 +75,7 @@ struct stream {
 
 struct ra_job {
 	struct ra_job *next;
+	int check_only;             /* 1: check_spare (fetched, unchecked, held); 0: fetch_run */
 	size_t n;                   /* claimed segments, in order, consecutive */
 	struct seg *segs[];
 };
@@ -184,6 +186,10 @@ void seg_free_data(struct cairn_cache *c, struct seg *s);
 /* Read a run of consecutive claimed segments in one device request and publish
  * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
+/* Check those of s (UNCHECKED when published, each holding the reference
+ * publish_run added) that are still unchecked and in the table, unless a
+ * reader takes them first, and drop those references. */
+void check_spare(struct cairn_cache *c, struct seg **s, size_t n);
 /* Mark claimed segments failed (waiters get err) and drop them from the table
  * (and from the CLOCK ring: a taken SEG_UNCHECKED one is on it). */
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err);
@@ -195,6 +201,9 @@ int workers_start(struct cairn_cache *c);
 void workers_stop(struct cairn_cache *c);
 /* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue check_spare of s on a worker, ahead of queued fetches (hashing is CPU,
+ * fetches wait on the device); takes the references. */
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

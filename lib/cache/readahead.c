@@ -109,15 +109,20 @@ void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 
 /* ---- worker threads ---- */
 
-static void job_push(struct cairn_cache *c, struct ra_job *j)
+/* Fetches go to the tail; checks (front) to the head. */
+static void job_push(struct cairn_cache *c, struct ra_job *j, int front)
 {
 	pthread_mutex_lock(&c->job_lock);
 	j->next = NULL;
-	if (c->job_tail)
-		c->job_tail->next = j;
-	else
+	if (front && c->job_head) {
+		j->next = c->job_head;
 		c->job_head = j;
-	c->job_tail = j;
+	} else if (c->job_tail) {
+		c->job_tail->next = j;
+		c->job_tail = j;
+	} else {
+		c->job_head = c->job_tail = j;
+	}
 	pthread_cond_signal(&c->job_cond);
 	pthread_mutex_unlock(&c->job_lock);
 }
@@ -136,12 +141,28 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 		if (!j) {
 			fail_claims(c, s + i, k, -ENOMEM);
 		} else {
+			j->check_only = 0;
 			j->n = k;
 			memcpy(j->segs, s + i, k * sizeof(j->segs[0]));
-			job_push(c, j);
+			job_push(c, j, 0);
 		}
 		i += k;
 	}
+}
+
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	struct ra_job *j = n ? malloc(sizeof(*j) + n * sizeof(j->segs[0])) : NULL;
+
+	if (!j) { /* no job: readers check them when they need them */
+		for (size_t i = 0; i < n; i++)
+			seg_release(c, s[i]);
+		return;
+	}
+	j->check_only = 1;
+	j->n = n;
+	memcpy(j->segs, s, n * sizeof(j->segs[0]));
+	job_push(c, j, 1);
 }
 
 static void *worker_main(void *arg)
@@ -163,7 +184,10 @@ static void *worker_main(void *arg)
 		c->jobs_running++;
 		pthread_mutex_unlock(&c->job_lock);
 
-		fetch_run(c, j->segs, j->n, 1, 0);
+		if (j->check_only)
+			check_spare(c, j->segs, j->n);
+		else
+			fetch_run(c, j->segs, j->n, 1, 0);
 		free(j);
 
 		pthread_mutex_lock(&c->job_lock);

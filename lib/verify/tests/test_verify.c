@@ -13,9 +13,10 @@
  *    merged run segment by segment, and fetches the bad one again on the next
  *    read; a bad granule among the neighbours a read was widened to costs no
  *    request more (they are checked apart, not fetched again);
- *  - bytes fetched ahead (widened reads, prefetch on a worker) are hashed only
- *    when a read needs them, and a bad granule among them fails exactly those
- *    reads and is fetched again by the next;
+ *  - bytes fetched ahead (widened reads, prefetch) are checked on a worker,
+ *    or by the first read that needs them if it comes first (never twice),
+ *    and a bad granule among them fails exactly those reads, each of which
+ *    fetches it again;
  *  - readers on several threads, racing for unchecked segments and with the
  *    workers prefetching, get the right bytes or -CAIRN_EDIGEST for exactly
  *    the bad granule (TSan);
@@ -405,9 +406,8 @@ static uint64_t requests(struct cairn_bdev *stats)
 /* A 4 KiB read of a small file is widened to the whole file (one request); a
  * bad granule in the part it did not ask for must neither fail it nor make the
  * cache fetch the run again (it did, segment by segment, when the run was
- * checked as one). The neighbours are held unchecked (not hashed until a read
- * needs them); the bad one fails when a read needs it, and is fetched again,
- * alone, by the next read that does. */
+ * checked as one). The neighbours are checked on a worker: the good ones are
+ * cached, the bad one fails when a read needs it, each time fetched alone. */
 static void test_bad_neighbour_no_refetch(void **state)
 {
 	struct fx *f = *state;
@@ -428,8 +428,6 @@ static void test_bad_neighbour_no_refetch(void **state)
 	assert_memory_equal(buf, f->want[3], 4096);
 	cairn_cache_drain(cairn_image_cache(img));
 	assert_int_equal(requests(stats) - n0, 1);
-	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
-	assert_int_equal(vs.mismatches, 0); /* the bad neighbour is not hashed yet */
 	for (unsigned k = 1; k < 6; k++) {
 		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
 
@@ -439,13 +437,12 @@ static void test_bad_neighbour_no_refetch(void **state)
 		assert_memory_equal(buf, f->want[3] + k * 4096, len);
 	}
 	assert_int_equal(requests(stats) - n0, 1); /* all cached by the first request */
-	/* Three times: the first checks the bytes the widened read brought (no
-	 * request), each later one fetches them again. The third read is
-	 * sequential: its readahead must not fetch the failed segment again. */
-	for (unsigned round = 0; round < 3; round++) {
+	/* Twice, so the second read is sequential: its readahead must not fetch
+	 * the segment that just failed again. */
+	for (unsigned round = 0; round < 2; round++) {
 		assert_int_equal(cairn_image_read(img, ino, buf, 10, 3 * 4096), -CAIRN_EDIGEST);
 		cairn_cache_drain(cairn_image_cache(img));
-		assert_int_equal(requests(stats) - n0, 1 + round);
+		assert_int_equal(requests(stats) - n0, 2 + round);
 	}
 	assert_int_equal(cairn_bdev_verify_stats(stats, &vs), -EINVAL); /* below verify */
 	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
@@ -455,60 +452,174 @@ static void test_bad_neighbour_no_refetch(void **state)
 	free(copy);
 }
 
-/* Granules the verify device under img's cache has hashed so far. */
-static uint64_t hashed(struct cairn_image *img)
+/* A device that holds back reads of [lo, hi) until opened (lo == hi: none):
+ * it keeps the cache's only worker busy, so the checks queued for it wait. */
+struct gate {
+	struct cairn_bdev base;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t lo, hi;
+	int open, waiting;
+};
+
+static ssize_t gate_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct gate *g = (struct gate *)dev;
+
+	pthread_mutex_lock(&g->lock);
+	if (off < g->hi && off + len > g->lo) {
+		g->waiting++;
+		pthread_cond_broadcast(&g->cond);
+		while (!g->open)
+			pthread_cond_wait(&g->cond, &g->lock);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return cairn_bdev_read(dev->below, buf, len, off);
+}
+
+static void gate_close(struct cairn_bdev *dev)
+{
+	struct gate *g = (struct gate *)dev;
+
+	cairn_bdev_close(dev->below);
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+	free(g);
+}
+
+static const struct cairn_bdev_ops gate_ops = { CAIRN_BDEV_OPS_VERSION, "gate", gate_read,
+						 gate_close };
+
+/* An empty cache (nothing read at open, unlike an image's) over `bytes`:
+ * mem -> stats -> gate -> verify -> cache, with o's cache options. */
+static struct cairn_cache *cache_over(struct fx *f, const uint8_t *bytes,
+				      const struct vopts *o, struct cairn_bdev **stats,
+				      struct gate **gate)
+{
+	struct cairn_bdev *mem, *v;
+	struct cairn_cache *c;
+	struct gate *g = calloc(1, sizeof(*g));
+
+	assert_non_null(g);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	assert_int_equal(cairn_bdev_mem_new(bytes, f->len, 0, &mem), 0);
+	assert_int_equal(cairn_bdev_stats_new(mem, stats), 0);
+	g->base.ops = &gate_ops;
+	g->base.below = *stats;
+	g->base.size = cairn_bdev_size(*stats);
+	assert_int_equal(cairn_bdev_verify_new(&g->base, &o->verify, NULL, 0, &v), 0);
+	assert_int_equal(cairn_cache_new(v, &o->cache, &c), 0);
+	*gate = g;
+	return c;
+}
+
+/* Granules c's verify device has hashed so far. */
+static uint64_t hashed(struct cairn_cache *c)
 {
 	struct cairn_verify_stats vs;
 
-	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
+	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(c), &vs), 0);
 	return vs.granules + vs.mismatches;
 }
 
-/* Bytes fetched ahead on a worker (prefetch, as readahead) are held unchecked:
- * a read hashes only the granules it needs, a bad one gives -CAIRN_EDIGEST to
- * exactly the reads that need it (and never its bytes), and the next read of
- * it fetches it again instead of remembering the failure or the bytes. */
+/* Reads the six 4 KiB pieces of /d/big ([lo, lo + size)) through c in order,
+ * as the image would (the file's extent as the hint): each must return its
+ * bytes, piece 3 (bad) -CAIRN_EDIGEST. */
+static void read_pieces(struct fx *f, struct cairn_cache *c, uint64_t lo)
+{
+	struct cairn_cache_hint h = { lo, lo + g_sizes[3] };
+	static uint8_t buf[4096];
+
+	for (unsigned k = 0; k < 6; k++) {
+		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
+		ssize_t n = cairn_cache_read(c, buf, len, lo + k * 4096, &h);
+
+		if (k == 3) {
+			assert_int_equal(n, -CAIRN_EDIGEST);
+			continue;
+		}
+		assert_int_equal(n, (ssize_t)len);
+		assert_memory_equal(buf, f->want[3] + k * 4096, len);
+	}
+}
+
+/* A bad granule fetched ahead (prefetch on a worker, as readahead) and checked
+ * there gives -CAIRN_EDIGEST to exactly the reads that need it, and each of
+ * them fetches it again (a failure is not remembered, nor the bytes). */
 static void test_bad_granule_read_ahead(void **state)
 {
 	struct fx *f = *state;
 	struct vopts o;
-	struct cairn_image *img;
 	struct cairn_bdev *stats;
-	static uint8_t buf[4096];
+	struct gate *g;
+	struct cairn_cache *c;
 	cairn_ino_t ino;
-	uint64_t lo, hi, n0, h0;
+	uint64_t lo, n0, h0;
 	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
 
 	opts_pinned(&o, f->digest);
 	o.cache.threads = 2;
-	assert_int_equal(open_bytes(f, copy, &o, &img, &stats), 0);
-	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0);
-	cairn_cache_drain(cairn_image_cache(img));
-	n0 = requests(stats);
-	h0 = hashed(img);
-	cairn_cache_prefetch(cairn_image_cache(img), lo, hi - lo);
-	cairn_cache_drain(cairn_image_cache(img));
+	c = cache_over(f, copy, &o, &stats, &g);
+	n0 = requests(stats); /* the verify device's open read, */
+	h0 = hashed(c);       /* whose granules it checks */
+	cairn_cache_prefetch(c, lo, g_sizes[3]);
+	cairn_cache_drain(c);
 	assert_int_equal(requests(stats) - n0, 1);
-	assert_int_equal(hashed(img), h0); /* fetched, not hashed: nobody read it */
+	assert_int_equal(hashed(c) - h0, 6); /* all six, on the worker */
 	for (unsigned round = 0; round < 2; round++) {
-		for (unsigned k = 0; k < 6; k++) {
-			size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
-			ssize_t n = cairn_image_read(img, ino, buf, len, k * 4096);
-
-			if (k == 3) {
-				assert_int_equal(n, -CAIRN_EDIGEST);
-				continue;
-			}
-			assert_int_equal(n, (ssize_t)len);
-			assert_memory_equal(buf, f->want[3] + k * 4096, len);
-		}
-		cairn_cache_drain(cairn_image_cache(img));
-		/* Round 0 took all from the prefetch; round 1 fetched the bad one again. */
-		assert_int_equal(requests(stats) - n0, 1 + round);
-		/* Each granule hashed once when first read; the bad one at each read. */
-		assert_int_equal(hashed(img) - h0, 6 + round);
+		read_pieces(f, c, lo);
+		cairn_cache_drain(c);
+		assert_int_equal(requests(stats) - n0, 2 + round); /* the bad one, again */
+		assert_int_equal(hashed(c) - h0, 7 + round);
 	}
-	cairn_image_close(img);
+	cairn_cache_free(c);
+	free(copy);
+}
+
+/* The neighbours a read was widened to are queued for a worker; a read that
+ * needs one before the worker gets to it checks it itself, on its thread,
+ * instead of waiting (here the worker is held up by the gate): the bad one
+ * fails exactly that read with no request more, and the next read of it
+ * fetches it again. Nothing is hashed twice. */
+static void test_reader_checks_first(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_bdev *stats;
+	struct gate *g;
+	struct cairn_cache *c;
+	uint8_t buf[4096];
+	cairn_ino_t ino;
+	uint64_t lo, n0, h0;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+
+	opts_pinned(&o, f->digest);
+	o.cache.threads = 1;
+	c = cache_over(f, copy, &o, &stats, &g);
+	n0 = requests(stats); /* the verify device's open read, */
+	h0 = hashed(c);       /* whose granules it checks */
+	/* The worker fetches the image's first data segment and waits at the gate. */
+	g->lo = lo - 4096;
+	g->hi = lo;
+	cairn_cache_prefetch(c, lo - 4096, 4096);
+	pthread_mutex_lock(&g->lock);
+	while (!g->waiting)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	read_pieces(f, c, lo); /* piece 0 brings the whole file: one request */
+	assert_int_equal(requests(stats) - n0, 1);
+	assert_int_equal(hashed(c) - h0, 6); /* each piece once, by its reader */
+	assert_int_equal(cairn_cache_read(c, buf, 10, lo + 3 * 4096, NULL), -CAIRN_EDIGEST);
+	assert_int_equal(requests(stats) - n0, 2);
+	assert_int_equal(hashed(c) - h0, 7);
+	pthread_mutex_lock(&g->lock);
+	g->open = 1;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	cairn_cache_drain(c);
+	assert_int_equal(hashed(c) - h0, 8); /* the gated segment; the queued checks found none */
+	cairn_cache_free(c);
 	free(copy);
 }
 
@@ -604,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_bad_granule_alone),
 		cmocka_unit_test(test_bad_neighbour_no_refetch),
 		cmocka_unit_test(test_bad_granule_read_ahead),
+		cmocka_unit_test(test_reader_checks_first),
 		cmocka_unit_test(test_bad_granule_threads),
 		cmocka_unit_test(test_flip_every_byte),
 	};
