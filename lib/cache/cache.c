@@ -341,13 +341,15 @@ void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
 	}
 }
 
-/* A verified run that was just read. The segments its reader (own_lo <=
- * own_hi) asked for are checked on its thread; the rest (the neighbours its
- * read was widened to, or a worker's whole readahead run) are published
- * unchecked and checked in the background: on a worker for a reader, here on
- * a worker. A reader that needs one before that takes it and checks it itself,
- * so it never waits behind hashing of bytes it did not ask for. Returns the
- * error of an own segment. */
+/* A verified run that was just read. The first segment its reader (own_lo <=
+ * own_hi) asked for is checked on its thread; the rest are published
+ * unchecked and checked in the background: the neighbours its read was
+ * widened to on a worker, its own further segments on a worker too, from the
+ * last one back, while the reader goes on from the first (wait_and_copy), so
+ * a large read is hashed on two cores; a worker's whole readahead run here. A
+ * reader that needs one before the worker takes it checks it itself, so it
+ * never waits behind hashing queued for others. Returns the error of the
+ * first own segment (the others show in their state). */
 static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		     uint64_t own_hi)
 {
@@ -367,8 +369,13 @@ static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t o
 		publish_run(c, s, a, own_lo, own_hi, SEG_UNCHECKED);
 	if (b < n)
 		publish_run(c, s + b, n - b, own_lo, own_hi, SEG_UNCHECKED);
-	queue_checks(c, s, a);
-	queue_checks(c, s + b, n - b);
+	queue_checks(c, s, a, 0);
+	queue_checks(c, s + b, n - b, 0);
+	if (b - a > 1) { /* queued last: the first a worker takes */
+		publish_run(c, s + a + 1, b - a - 1, own_lo, own_hi, SEG_UNCHECKED);
+		queue_checks(c, s + a + 1, b - a - 1, 1);
+		b = a + 1;
+	}
 	err = check_segs(c, s + a, b - a, own_lo, own_hi);
 	return err;
 }

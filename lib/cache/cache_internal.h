@@ -201,9 +201,10 @@ int workers_start(struct cairn_cache *c);
 void workers_stop(struct cairn_cache *c);
 /* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
-/* Queue check_spare of s on a worker, ahead of queued fetches (hashing is CPU,
- * fetches wait on the device); takes the references. */
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue check_spare of s (from the last one back when `backwards`) on a
+ * worker, ahead of queued fetches (hashing is CPU, fetches wait on the
+ * device); takes the references. */
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

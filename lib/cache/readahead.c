@@ -150,7 +150,7 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 	}
 }
 
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards)
 {
 	struct ra_job *j = n ? malloc(sizeof(*j) + n * sizeof(j->segs[0])) : NULL;
 
@@ -161,7 +161,8 @@ void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
 	}
 	j->check_only = 1;
 	j->n = n;
-	memcpy(j->segs, s, n * sizeof(j->segs[0]));
+	for (size_t i = 0; i < n; i++)
+		j->segs[i] = s[backwards ? n - 1 - i : i];
 	job_push(c, j, 1);
 }
 
