@@ -15,13 +15,15 @@
  * failed request stays cached, so the next read asks the device again.
  *
  * Over a verify device (c->verify) a fetch reads from below it and checks each
- * segment apart with the verify device's checks. A reader checks its own
- * segments on its thread at once. Everything else a fetch brings (the
- * neighbours a read was widened to, readahead, prefetch) is held unchecked
- * (SEG_UNCHECKED) and checked by the first reader that needs it: a cold start
- * hashes only the bytes it reads, not the readahead it never uses (about half
- * of what Java Hello fetches). A bad granule fails its segment only, for the
- * reads that need it, and is fetched again by the next one.
+ * segment apart with the verify device's checks (check_run). A reader checks
+ * the first segment it asked for on its thread. Everything else a fetch
+ * brings (the read's further segments, the neighbours it was widened to,
+ * readahead, prefetch) is held unchecked (SEG_UNCHECKED) and checked on a
+ * worker, or by the first reader that needs it if that comes first: hashing
+ * runs on several cores and overlaps the next requests, and a reader never
+ * waits behind hashing queued for bytes it did not ask for. A bad granule
+ * fails its segment only, for the reads that need it, and is fetched again by
+ * the next one.
  */
 #include <errno.h>
 #include <stdlib.h>
