@@ -481,6 +481,7 @@ class Bench:
         self.compressed = args.compressed or not self.quick
         self.runs = args.runs or (3 if self.quick else 5)
         self.only = set(args.only.split(",")) if args.only else set()
+        self.only_systems = set(args.systems.split(",")) if args.systems else set()
         self.rebuild = args.rebuild
         self.res = Resources(self.work)
         self.cairn = Cairn(os.path.join(self.build, "cairn"), self.work)
@@ -833,7 +834,8 @@ class Bench:
         if self.cairn.mount_ok:
             self.cairn.order_ok = self.build_ordered(wl, src)
         systems = [s for s in list(self.systems()) + list(extra_systems)
-                   if os.path.exists(self.img_path(wl.tree, s.fmt))]
+                   if os.path.exists(self.img_path(wl.tree, s.fmt)) and
+                   (not self.only_systems or s.name.replace(" ", "_") in self.only_systems)]
         out = {"title": wl.title, "about": wl.about, "src": src, "systems": {}}
         self.results["workloads"][wl.key] = out
         runs = {s.name: [] for s in systems}
@@ -1087,6 +1089,9 @@ def main():
     ap.add_argument("--runs", type=int, default=0, help="runs per figure (quick 3, full 5)")
     ap.add_argument("--only", default="",
                     help="comma-separated subset: java,python,walk,rw,files,other")
+    ap.add_argument("--systems", default="",
+                    help="comma-separated names of the read-only systems to run, spaces "
+                         "written as _ (cairn,cairn_verify=none); default: all")
     ap.add_argument("--rebuild", action="store_true",
                     help="build every peer image afresh (no images reused from earlier runs)")
     args = ap.parse_args()

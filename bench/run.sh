@@ -4,7 +4,8 @@
 # (1 ms + one shared 100 MB/s link) or remote (20 ms + 100 MB/s, 8 channels).
 # full writes docs/BENCHMARKS.md and docs/bench/*.png; quick writes the same into
 # $BUILD/bench-quick/ so checking a change does not touch the committed results.
-# BENCH_ARGS passes options to bench.py, e.g. BENCH_ARGS="--only java,rw --runs 3".
+# BENCH_ARGS passes options to bench.py, e.g. BENCH_ARGS="--only java,rw --runs 3"
+# (--systems cairn,cairn_verify=none runs only those two on the read-only workloads).
 # Needs root (loop devices, mounts, drop_caches). Everything it mounts, attaches or starts
 # lives under one work dir on tmpfs and is undone on exit, error or interrupt.
 set -eu

@@ -15,9 +15,15 @@
  * failed request stays cached, so the next read asks the device again.
  *
  * Over a verify device (c->verify) a fetch reads from below it and checks each
- * segment apart with the verify device's checks: the reader's own segments on
- * its thread, the neighbours its read was widened to on a worker, each
- * published as soon as it is checked. A bad granule fails its segment only.
+ * segment apart with the verify device's checks (check_run). A reader checks
+ * the first segment it asked for on its thread. Everything else a fetch
+ * brings (the read's further segments, the neighbours it was widened to,
+ * readahead, prefetch) is held unchecked (SEG_UNCHECKED) and checked on a
+ * worker, or by the first reader that needs it if that comes first: hashing
+ * runs on several cores and overlaps the next requests, and a reader never
+ * waits behind hashing queued for bytes it did not ask for. A bad granule
+ * fails its segment only, for the reads that need it, and is fetched again by
+ * the next one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -204,21 +210,26 @@ void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
 		struct shard *sh = seg_shard(c, s[i]->idx);
 		struct seg *dead;
 
+		pthread_mutex_lock(&c->lru_lock); /* lock order: ring, then shard */
 		pthread_mutex_lock(&sh->lock);
+		lru_remove_locked(c, s[i]);
 		seg_unhash(c, sh, s[i]);
 		s[i]->state = SEG_FAILED;
 		s[i]->err = err;
 		dead = seg_unref_locked(s[i]); /* the table's reference */
 		pthread_cond_broadcast(&sh->cond);
 		pthread_mutex_unlock(&sh->lock);
+		pthread_mutex_unlock(&c->lru_lock);
 		if (dead)
 			seg_destroy(c, dead);
 	}
 }
 
-/* Fetched segments become READY (each one's length from its place on the device). */
+/* Fetched segments become `state`, READY or (not yet checked) UNCHECKED, each
+ * one's length from its place on the device. An UNCHECKED one gets a reference
+ * more, for the background check (check_spare drops it). */
 static void publish_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
-			uint64_t own_hi)
+			uint64_t own_hi, uint8_t state)
 {
 	uint64_t spec = 0;
 
@@ -228,7 +239,8 @@ static void publish_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_
 
 		pthread_mutex_lock(&sh->lock);
 		s[i]->len = (uint32_t)(c->dev_size - o < c->seg_size ? c->dev_size - o : c->seg_size);
-		s[i]->state = SEG_READY;
+		s[i]->state = state;
+		s[i]->refs += state == SEG_UNCHECKED;
 		if (s[i]->idx >= own_lo && s[i]->idx <= own_hi) {
 			s[i]->referenced = 1;
 			s[i]->from_ra = 0;
@@ -259,7 +271,7 @@ static int refetch_each(struct cairn_cache *c, struct seg **s, size_t n, uint64_
 		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
 		if (r == (ssize_t)len) {
 			atomic_fetch_add_explicit(&c->bytes, len, memory_order_relaxed);
-			publish_run(c, &s[i], 1, own_lo, own_hi);
+			publish_run(c, &s[i], 1, own_lo, own_hi, SEG_READY);
 			continue;
 		}
 		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
@@ -271,7 +283,10 @@ static int refetch_each(struct cairn_cache *c, struct seg **s, size_t n, uint64_
 	return err;
 }
 
-int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
+/* Check fetched segments against their digests (c->verify) one at a time, and
+ * publish each good one at once (a bad one fails alone). The first error, or 0. */
+static int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
+		      uint64_t own_hi)
 {
 	int err = 0;
 
@@ -285,32 +300,85 @@ int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 			fail_claims(c, &s[i], 1, rc);
 			err = err ? err : rc;
 		} else {
-			publish_run(c, &s[i], 1, own_lo, own_hi);
+			publish_run(c, &s[i], 1, own_lo, own_hi, SEG_READY);
 		}
 	}
 	return err;
 }
 
-/* A verified run that was just read: a reader (own_lo <= own_hi) checks only
- * its own segments and gives the neighbours its read was widened to (small
- * files whole, up to max_io) to a worker, so it waits for hashing no byte it
- * did not ask for; a worker checks all. Each is published when checked.
- * Returns the error of an own segment, if any. */
+/* Check a segment its caller took from SEG_UNCHECKED (set it FETCHING, so
+ * others wait) and make it READY, or fail it. 0 or the error. */
+static int check_taken(struct cairn_cache *c, struct seg *s)
+{
+	struct shard *sh = seg_shard(c, s->idx);
+	int rc = cairn_bdev_verify_check(c->verify, s->data, s->len, s->idx << c->seg_shift);
+
+	if (rc) {
+		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
+		fail_claims(c, &s, 1, rc);
+		return rc;
+	}
+	pthread_mutex_lock(&sh->lock);
+	s->state = SEG_READY;
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+	return 0;
+}
+
+void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		int take;
+
+		pthread_mutex_lock(&sh->lock);
+		/* Not evicted (and not replaced), and no reader took it first. */
+		take = seg_lookup(sh, s[i]->idx) == s[i] && s[i]->state == SEG_UNCHECKED;
+		if (take)
+			s[i]->state = SEG_FETCHING;
+		pthread_mutex_unlock(&sh->lock);
+		if (take)
+			(void)check_taken(c, s[i]); /* a failure is for the reads that need it */
+		seg_release(c, s[i]);
+	}
+}
+
+/* A verified run that was just read. The first segment its reader (own_lo <=
+ * own_hi) asked for is checked on its thread; the rest are published
+ * unchecked and checked in the background: the neighbours its read was
+ * widened to on a worker, its own further segments on a worker too, from the
+ * last one back, while the reader goes on from the first (wait_and_copy), so
+ * a large read is hashed on two cores; a worker's whole readahead run here. A
+ * reader that needs one before the worker takes it checks it itself, so it
+ * never waits behind hashing queued for others. Returns the error of the
+ * first own segment (the others show in their state). */
 static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		     uint64_t own_hi)
 {
 	size_t a = 0, b;
 	int err;
 
-	if (own_lo > own_hi)
-		return check_segs(c, s, n, own_lo, own_hi);
+	if (own_lo > own_hi) {
+		publish_run(c, s, n, own_lo, own_hi, SEG_UNCHECKED);
+		check_spare(c, s, n);
+		return 0;
+	}
 	while (a < n && s[a]->idx < own_lo)
 		a++;
 	for (b = a; b < n && s[b]->idx <= own_hi; b++)
 		;
+	if (a)
+		publish_run(c, s, a, own_lo, own_hi, SEG_UNCHECKED);
+	if (b < n)
+		publish_run(c, s + b, n - b, own_lo, own_hi, SEG_UNCHECKED);
+	queue_checks(c, s, a, 0);
+	queue_checks(c, s + b, n - b, 0);
+	if (b - a > 1) { /* queued last: the first a worker takes */
+		publish_run(c, s + a + 1, b - a - 1, own_lo, own_hi, SEG_UNCHECKED);
+		queue_checks(c, s + a + 1, b - a - 1, 1);
+		b = a + 1;
+	}
 	err = check_segs(c, s + a, b - a, own_lo, own_hi);
-	queue_checks(c, s, a);
-	queue_checks(c, s + b, n - b);
 	return err;
 }
 
@@ -366,7 +434,7 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 	}
 	if (c->verify)
 		return check_run(c, s, n, own_lo, own_hi);
-	publish_run(c, s, n, own_lo, own_hi);
+	publish_run(c, s, n, own_lo, own_hi, SEG_READY);
 	return 0;
 }
 
@@ -443,7 +511,9 @@ static void plan_sync(const struct cairn_cache *c, uint64_t off, uint64_t end,
 		*want_lo = off - c->max_io;
 }
 
-/* Wait for a segment someone else fetches, copy from it, drop our reference. */
+/* Wait for a segment someone else fetches, copy from it, drop our reference.
+ * One that is (or becomes) UNCHECKED we take and check here: this read needs
+ * it now, and whoever else needs it waits for our check. */
 static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *buf,
 			 uint64_t off, uint64_t end)
 {
@@ -452,8 +522,16 @@ static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *bu
 	int err = 0;
 
 	pthread_mutex_lock(&sh->lock);
-	while (s->state == SEG_FETCHING)
-		pthread_cond_wait(&sh->cond, &sh->lock);
+	for (;;) {
+		while (s->state == SEG_FETCHING)
+			pthread_cond_wait(&sh->cond, &sh->lock);
+		if (s->state != SEG_UNCHECKED)
+			break;
+		s->state = SEG_FETCHING;
+		pthread_mutex_unlock(&sh->lock);
+		(void)check_taken(c, s); /* READY or FAILED */
+		pthread_mutex_lock(&sh->lock);
+	}
 	if (s->state == SEG_READY)
 		seg_copy(c, s, buf, off, end);
 	else
@@ -486,12 +564,12 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 		if (s && s->state == SEG_READY) {
 			ra_touch |= note_hit(sh, s);
 			seg_copy(c, s, buf, off, end);
-		} else if (s) {
+		} else if (s) { /* FETCHING, or UNCHECKED: wait_and_copy checks it */
 			if (seg_vec_push(&waits, s)) {
 				err = -ENOMEM;
 			} else {
 				s->refs++;
-				sh->waits++;
+				sh->waits += s->state == SEG_FETCHING;
 				ra_touch |= note_hit(sh, s);
 			}
 		} else {
@@ -665,7 +743,8 @@ void cairn_cache_prime(struct cairn_cache *c, const void *buf, size_t len, uint6
 			continue;
 		}
 		memcpy(s->data, (const unsigned char *)buf + (o - off), n);
-		publish_run(c, &s, 1, first, stop - 1); /* about to be read: not speculative */
+		/* about to be read: not speculative */
+		publish_run(c, &s, 1, first, stop - 1, SEG_READY);
 	}
 	seg_vec_free(&v);
 }

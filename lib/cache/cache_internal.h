@@ -9,7 +9,8 @@
  * Locking (always in this order, never the reverse):
  *   lru_lock -> shard lock.   The job queue, stream and slot locks are leaves.
  * A segment's state, refs, referenced and from_ra are guarded by its shard lock.
- * Its data is immutable once READY, and lives until its last reference drops.
+ * Its data is immutable once fetched (READY or UNCHECKED), and lives until its
+ * last reference drops.
  */
 #ifndef CAIRN_CACHE_INTERNAL_H
 #define CAIRN_CACHE_INTERNAL_H
@@ -27,8 +28,15 @@
 
 /* SEG_GONE: dropped once delivered (cairn_cache_delivered), its data freed. It
  * stays in the table, a few bytes, so that readahead and prefetch do not fetch
- * again what the reader already keeps; a read of it is a miss like any other. */
-enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED, SEG_GONE };
+ * again what the reader already keeps; a read of it is a miss like any other.
+ * SEG_UNCHECKED (over a verify device only): speculative bytes fetched but not
+ * yet checked against their digests. They are never served: the first reader
+ * that needs them takes them (back to SEG_FETCHING, so others wait), checks
+ * them on its own thread, and publishes them READY or fails them; a worker
+ * checks them meanwhile (check_spare) unless a reader got there first. Such a
+ * segment is on the CLOCK ring (evictable like a READY one); while taken it
+ * is pinned there. */
+enum seg_state { SEG_FETCHING, SEG_READY, SEG_FAILED, SEG_GONE, SEG_UNCHECKED };
 
 struct seg {
 	struct seg *hnext;          /* hash chain (shard lock) */
@@ -67,7 +75,7 @@ struct stream {
 
 struct ra_job {
 	struct ra_job *next;
-	int check_only;             /* 1: the segments hold fetched bytes; check and publish */
+	int check_only;             /* 1: check_spare (fetched, unchecked, held); 0: fetch_run */
 	uint64_t own_lo, own_hi;    /* a reader's own segments (fetch_run); lo > hi: none */
 	size_t n;                   /* claimed segments, in order, consecutive */
 	struct seg *segs[];
@@ -84,7 +92,8 @@ struct cairn_cache {
 	size_t small_file;
 	int passthrough;            /* budget CAIRN_CACHE_OFF */
 	/* dev, when it is a verify device whose granule divides seg_size: fetches
-	 * then read from below it and check each segment apart (check_segs). */
+	 * then read from below it and check each segment apart (check_segs): the
+	 * reader's own at once, speculative ones when first needed (SEG_UNCHECKED). */
 	struct cairn_bdev *verify;
 
 	struct shard *shards;
@@ -145,7 +154,10 @@ void seg_unhash(struct cairn_cache *c, struct shard *sh, struct seg *s);
 struct seg *seg_unref_locked(struct seg *s);
 void seg_destroy(struct cairn_cache *c, struct seg *s);
 void seg_release(struct cairn_cache *c, struct seg *s); /* locks, unrefs, frees */
+/* Put segments on the CLOCK ring; one already on it (a taken unchecked one) stays put. */
 void lru_add(struct cairn_cache *c, struct seg **s, size_t n);
+/* Take s off the ring if it is on it (lru_lock held). */
+void lru_remove_locked(struct cairn_cache *c, struct seg *s);
 /* The delivered bits of a segment all of whose bytes were delivered: one bit per
  * 32nd of the segment size, up to its valid length. */
 static inline uint32_t seg_all_delivered(const struct cairn_cache *c, const struct seg *s)
@@ -175,10 +187,12 @@ void seg_free_data(struct cairn_cache *c, struct seg *s);
 /* Read a run of consecutive claimed segments in one device request and publish
  * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
-/* Check fetched claims against their digests (c->verify) one at a time, and
- * publish each good one at once (a bad one fails alone). The first error, or 0. */
-int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
-/* Mark claimed segments failed (waiters get err) and drop them from the table. */
+/* Check those of s (UNCHECKED when published, each holding the reference
+ * publish_run added) that are still unchecked and in the table, unless a
+ * reader takes them first, and drop those references. */
+void check_spare(struct cairn_cache *c, struct seg **s, size_t n);
+/* Mark claimed segments failed (waiters get err) and drop them from the table
+ * (and from the CLOCK ring: a taken SEG_UNCHECKED one is on it). */
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err);
 /* Claim the absent segments in [lo_idx, hi_idx] (inclusive) as FETCHING, refs 1. */
 size_t claim_range(struct cairn_cache *c, uint64_t lo_idx, uint64_t hi_idx, struct seg_vec *out);
@@ -193,9 +207,10 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
  * here when no job can be made). */
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi);
-/* Queue fetched, unchecked claims for check_segs on a worker; takes the claims
- * (checks them here when no job can be made). */
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue check_spare of s (from the last one back when `backwards`) on a
+ * worker, ahead of queued fetches (hashing is CPU, fetches wait on the
+ * device); takes the references. */
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

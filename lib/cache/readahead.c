@@ -109,7 +109,8 @@ void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 
 /* ---- worker threads ---- */
 
-/* At the tail (readahead, checks) or, for a reader's demand, at the head. */
+/* Readahead at the tail; a reader's demand and checks (hashing is CPU, fetches
+ * wait on the device) at the head. */
 static void job_push(struct cairn_cache *c, struct ra_job *j, int front)
 {
 	pthread_mutex_lock(&c->job_lock);
@@ -176,16 +177,18 @@ void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_
 	job_push(c, j, 1);
 }
 
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards)
 {
 	struct ra_job *j = n ? job_new(s, n, 1) : NULL;
 
-	if (!j) {
-		if (n)
-			check_segs(c, s, n, 1, 0);
+	if (!j) { /* no job: readers check them when they need them */
+		for (size_t i = 0; i < n; i++)
+			seg_release(c, s[i]);
 		return;
 	}
-	job_push(c, j, 0);
+	for (size_t i = 0; backwards && i < n; i++)
+		j->segs[i] = s[n - 1 - i];
+	job_push(c, j, 1);
 }
 
 static void *worker_main(void *arg)
@@ -208,7 +211,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&c->job_lock);
 
 		if (j->check_only)
-			check_segs(c, j->segs, j->n, 1, 0);
+			check_spare(c, j->segs, j->n);
 		else
 			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
 		free(j);

@@ -185,15 +185,24 @@ void lru_add(struct cairn_cache *c, struct seg **s, size_t n)
 {
 	pthread_mutex_lock(&c->lru_lock);
 	for (size_t i = 0; i < n; i++)
-		ring_insert_tail(c, s[i]);
+		if (!s[i]->in_lru)
+			ring_insert_tail(c, s[i]);
 	pthread_mutex_unlock(&c->lru_lock);
+}
+
+void lru_remove_locked(struct cairn_cache *c, struct seg *s)
+{
+	if (s->in_lru)
+		ring_remove(c, s);
 }
 
 /*
  * CLOCK: the hand gives a referenced segment a second chance (clears the bit
  * and moves on) and evicts the first unreferenced one. Two full turns without
  * finding a victim means everything is pinned by in-flight work; stop then, the
- * overshoot is bounded by the fetches in flight.
+ * overshoot is bounded by the fetches in flight. A segment a reader is checking
+ * (taken from SEG_UNCHECKED, so FETCHING while on the ring) is never evicted:
+ * its checker publishes or fails it in place.
  */
 void evict_to_budget(struct cairn_cache *c, size_t need)
 {
@@ -209,13 +218,20 @@ void evict_to_budget(struct cairn_cache *c, size_t need)
 		struct seg *s = c->lru_head, *d;
 		struct shard *sh = seg_shard(c, s->idx);
 
+		int pinned;
+
 		pthread_mutex_lock(&sh->lock);
-		if (s->referenced && turns < 2 * (c->budget / c->seg_size + 16)) {
+		pinned = s->state == SEG_FETCHING;
+		if ((s->referenced || pinned) && turns < 2 * (c->budget / c->seg_size + 16)) {
 			s->referenced = 0;
 			pthread_mutex_unlock(&sh->lock);
 			c->lru_head = s->lnext;
 			turns++;
 			continue;
+		}
+		if (pinned) {
+			pthread_mutex_unlock(&sh->lock);
+			break;
 		}
 		ring_remove(c, s);
 		seg_unhash(c, sh, s);

@@ -12,7 +12,8 @@
  * granule fails exactly the segment that holds it. The segment cache goes
  * further when a granule divides its segment: it reads from below this device
  * and calls cairn_bdev_verify_check() per segment (the same checks), so each
- * segment is hashed apart, the reader's own first, its neighbours on a worker.
+ * segment is hashed apart, on the reader's thread or a worker's, before any
+ * byte of it is served (lib/cache/cache.c).
  * Nothing is kept: a bad granule gives -CAIRN_EDIGEST now and is fetched again
  * on the next read (a torn or stale copy from a proxy may be right next time).
  */

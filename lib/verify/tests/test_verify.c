@@ -13,8 +13,13 @@
  *    merged run segment by segment, and fetches the bad one again on the next
  *    read; a bad granule among the neighbours a read was widened to costs no
  *    request more (they are checked apart, not fetched again);
- *  - readers on several threads, with the workers checking the neighbours,
- *    get the right bytes or -CAIRN_EDIGEST for exactly the bad granule (TSan);
+ *  - bytes fetched ahead (widened reads, prefetch) are checked on a worker,
+ *    or by the first read that needs them if it comes first (never twice),
+ *    and a bad granule among them fails exactly those reads, each of which
+ *    fetches it again;
+ *  - readers on several threads, racing for unchecked segments and with the
+ *    workers prefetching, get the right bytes or -CAIRN_EDIGEST for exactly
+ *    the bad granule (TSan);
  *  - the verify device's open read is handed to the cache (no second request).
  */
 #include <errno.h>
@@ -401,8 +406,8 @@ static uint64_t requests(struct cairn_bdev *stats)
 /* A 4 KiB read of a small file is widened to the whole file (one request); a
  * bad granule in the part it did not ask for must neither fail it nor make the
  * cache fetch the run again (it did, segment by segment, when the run was
- * checked as one). The good neighbours are cached; the bad one fails when a
- * read needs it, each time fetched alone. */
+ * checked as one). The neighbours are checked on a worker: the good ones are
+ * cached, the bad one fails when a read needs it, each time fetched alone. */
 static void test_bad_neighbour_no_refetch(void **state)
 {
 	struct fx *f = *state;
@@ -418,12 +423,15 @@ static void test_bad_neighbour_no_refetch(void **state)
 	opts_pinned(&o, f->digest);
 	assert_int_equal(open_bytes(f, copy, &o, &img, &stats), 0);
 	assert_int_equal(cairn_image_file_extent(img, ino, &lo, &hi), 0); /* the inode read */
+	cairn_cache_drain(cairn_image_cache(img)); /* readahead the open's reads started */
 	n0 = requests(stats);
 	assert_int_equal(cairn_image_read(img, ino, buf, 4096, 0), 4096);
 	assert_memory_equal(buf, f->want[3], 4096);
 	cairn_cache_drain(cairn_image_cache(img));
 	assert_int_equal(requests(stats) - n0, 1);
-	for (unsigned k = 1; k < 6; k++) {
+	/* Backwards: a sequential reader's readahead would fetch the failed
+	 * segment again in the background, and the count would race it. */
+	for (unsigned k = 5; k >= 1; k--) {
 		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
 
 		if (k == 3)
@@ -444,6 +452,178 @@ static void test_bad_neighbour_no_refetch(void **state)
 	assert_int_equal(vs.mismatches, 3);
 	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
 	cairn_image_close(img);
+	free(copy);
+}
+
+/* A device that holds back reads of [lo, hi) until opened (lo == hi: none):
+ * it keeps the cache's only worker busy, so the checks queued for it wait. */
+struct gate {
+	struct cairn_bdev base;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t lo, hi;
+	int open, waiting;
+};
+
+static ssize_t gate_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct gate *g = (struct gate *)dev;
+
+	pthread_mutex_lock(&g->lock);
+	if (off < g->hi && off + len > g->lo) {
+		g->waiting++;
+		pthread_cond_broadcast(&g->cond);
+		while (!g->open)
+			pthread_cond_wait(&g->cond, &g->lock);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return cairn_bdev_read(dev->below, buf, len, off);
+}
+
+static void gate_close(struct cairn_bdev *dev)
+{
+	struct gate *g = (struct gate *)dev;
+
+	cairn_bdev_close(dev->below);
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+	free(g);
+}
+
+static const struct cairn_bdev_ops gate_ops = { CAIRN_BDEV_OPS_VERSION, "gate", gate_read,
+						 gate_close };
+
+/* An empty cache (nothing read at open, unlike an image's) over `bytes`:
+ * mem -> stats -> gate -> verify -> cache, with o's cache options. */
+static struct cairn_cache *cache_over(struct fx *f, const uint8_t *bytes,
+				      const struct vopts *o, struct cairn_bdev **stats,
+				      struct gate **gate)
+{
+	struct cairn_bdev *mem, *v;
+	struct cairn_cache *c;
+	struct gate *g = calloc(1, sizeof(*g));
+
+	assert_non_null(g);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	assert_int_equal(cairn_bdev_mem_new(bytes, f->len, 0, &mem), 0);
+	assert_int_equal(cairn_bdev_stats_new(mem, stats), 0);
+	g->base.ops = &gate_ops;
+	g->base.below = *stats;
+	g->base.size = cairn_bdev_size(*stats);
+	assert_int_equal(cairn_bdev_verify_new(&g->base, &o->verify, NULL, 0, &v), 0);
+	assert_int_equal(cairn_cache_new(v, &o->cache, &c), 0);
+	*gate = g;
+	return c;
+}
+
+/* Granules c's verify device has hashed so far. */
+static uint64_t hashed(struct cairn_cache *c)
+{
+	struct cairn_verify_stats vs;
+
+	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(c), &vs), 0);
+	return vs.granules + vs.mismatches;
+}
+
+/* Reads the six 4 KiB pieces of /d/big ([lo, lo + size)) through c, as the
+ * image would (the file's extent as the hint), from the last one back (not
+ * sequential: no readahead races the counts): each must return its bytes,
+ * piece 3 (bad) -CAIRN_EDIGEST. */
+static void read_pieces(struct fx *f, struct cairn_cache *c, uint64_t lo)
+{
+	struct cairn_cache_hint h = { lo, lo + g_sizes[3] };
+	static uint8_t buf[4096];
+
+	for (unsigned k = 6; k-- > 0;) {
+		size_t len = k == 5 ? g_sizes[3] - 5 * 4096 : 4096;
+		ssize_t n = cairn_cache_read(c, buf, len, lo + k * 4096, &h);
+
+		if (k == 3) {
+			assert_int_equal(n, -CAIRN_EDIGEST);
+			continue;
+		}
+		assert_int_equal(n, (ssize_t)len);
+		assert_memory_equal(buf, f->want[3] + k * 4096, len);
+	}
+}
+
+/* A bad granule fetched ahead (prefetch on a worker, as readahead) and checked
+ * there gives -CAIRN_EDIGEST to exactly the reads that need it, and each of
+ * them fetches it again (a failure is not remembered, nor the bytes). */
+static void test_bad_granule_read_ahead(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_bdev *stats;
+	struct gate *g;
+	struct cairn_cache *c;
+	cairn_ino_t ino;
+	uint64_t lo, n0, h0;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+
+	opts_pinned(&o, f->digest);
+	o.cache.threads = 2;
+	c = cache_over(f, copy, &o, &stats, &g);
+	n0 = requests(stats); /* the verify device's open read, */
+	h0 = hashed(c);       /* whose granules it checks */
+	cairn_cache_prefetch(c, lo, g_sizes[3]);
+	cairn_cache_drain(c);
+	assert_int_equal(requests(stats) - n0, 1);
+	assert_int_equal(hashed(c) - h0, 6); /* all six, on the worker */
+	for (unsigned round = 0; round < 2; round++) {
+		read_pieces(f, c, lo);
+		cairn_cache_drain(c);
+		assert_int_equal(requests(stats) - n0, 2 + round); /* the bad one, again */
+		assert_int_equal(hashed(c) - h0, 7 + round);
+	}
+	cairn_cache_free(c);
+	free(copy);
+}
+
+/* The neighbours a read was widened to are queued for a worker; a read that
+ * needs one before the worker gets to it checks it itself, on its thread,
+ * instead of waiting (here the worker is held up by the gate): the bad one
+ * fails exactly that read with no request more, and the next read of it
+ * fetches it again. Nothing is hashed twice. */
+static void test_reader_checks_first(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_bdev *stats;
+	struct gate *g;
+	struct cairn_cache *c;
+	uint8_t buf[4096];
+	cairn_ino_t ino;
+	uint64_t lo, n0, h0;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+
+	opts_pinned(&o, f->digest);
+	o.cache.threads = 1;
+	c = cache_over(f, copy, &o, &stats, &g);
+	n0 = requests(stats); /* the verify device's open read, */
+	h0 = hashed(c);       /* whose granules it checks */
+	/* The worker fetches the image's first data segment and waits at the gate. */
+	g->lo = lo - 4096;
+	g->hi = lo;
+	cairn_cache_prefetch(c, lo - 4096, 4096);
+	pthread_mutex_lock(&g->lock);
+	while (!g->waiting)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	read_pieces(f, c, lo); /* piece 5 brings the whole file: one request */
+	assert_int_equal(requests(stats) - n0, 1);
+	assert_int_equal(hashed(c) - h0, 6); /* each piece once, by its reader */
+	assert_int_equal(cairn_cache_read(c, buf, 10, lo + 3 * 4096, NULL), -CAIRN_EDIGEST);
+	assert_int_equal(requests(stats) - n0, 2);
+	assert_int_equal(hashed(c) - h0, 7);
+	pthread_mutex_lock(&g->lock);
+	g->open = 1;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	cairn_cache_drain(c);
+	assert_int_equal(hashed(c) - h0, 8); /* the gated segment; the queued checks found none */
+	cairn_cache_free(c);
 	free(copy);
 }
 
@@ -473,8 +653,9 @@ static void *reader_main(void *p)
 	return NULL;
 }
 
-/* Readers race each other and the workers that check the neighbours of their
- * widened reads (run under TSan by make tsan-test). */
+/* Readers race each other for the unchecked neighbours of their widened reads,
+ * and (every other iteration) the workers fetching a prefetch of the file
+ * (run under TSan by make tsan-test). */
 static void test_bad_granule_threads(void **state)
 {
 	struct fx *f = *state;
@@ -492,6 +673,8 @@ static void test_bad_granule_threads(void **state)
 		struct cairn_image *img;
 
 		assert_int_equal(open_bytes(f, copy, &o, &img, NULL), 0);
+		if (iter % 2)
+			cairn_cache_prefetch(cairn_image_cache(img), lo, g_sizes[3]);
 		for (unsigned t = 0; t < 4; t++) {
 			r[t] = (struct reader){ f, img, ino, (iter + t * 2) % 6, 0 };
 			assert_int_equal(pthread_create(&th[t], NULL, reader_main, &r[t]), 0);
@@ -535,6 +718,8 @@ int main(void)
 		cmocka_unit_test(test_reproducible),
 		cmocka_unit_test(test_bad_granule_alone),
 		cmocka_unit_test(test_bad_neighbour_no_refetch),
+		cmocka_unit_test(test_bad_granule_read_ahead),
+		cmocka_unit_test(test_reader_checks_first),
 		cmocka_unit_test(test_bad_granule_threads),
 		cmocka_unit_test(test_flip_every_byte),
 	};

@@ -1,0 +1,61 @@
+#!/bin/sh
+# What digest checking costs one cold start, and where: a fresh cairn mount per
+# run (-o delay=DELAY, the device delay of the latency profile, applied inside
+# the daemon), verify on and verify=none alternated run by run, for each build
+# given. Prints per run the wall time of CMD, device requests and bytes, and
+# the bytes hashed (verify_bytes from the stats file), then medians.
+#
+#   bench/verify-cost.sh IMAGE RUNS BUILD... -- CMD...
+#   (CMD gets the mount point as $M), e.g.
+#   chrt -f 50 bench/verify-cost.sh /dev/shm/jdk.cairn 9 build -- \
+#     sh -c '"$M"/bin/java -cp /tmp/hello Hello'
+#
+# A fresh FUSE mount has no page cache, so no drop_caches (the machine is
+# shared). DELAY (default 1ms) and OPTS (extra mount options) from the
+# environment. Needs root (FUSE mounts); unmounts what it mounted.
+set -eu
+[ $# -ge 4 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
+img=$1 runs=$2
+shift 2
+builds=
+while [ "$1" != -- ]; do builds="$builds $1"; shift; done
+shift
+delay=${DELAY:-1ms}
+work=$(mktemp -d /tmp/cairn-vcost.XXXXXX)
+M=$work/mnt
+export M
+mkdir -p "$M"
+trap 'fusermount3 -u "$M" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+stat_of() { sed -n "s/^$1 //p" "$2"; }
+now_ms() { date +%s%N | awk '{ printf "%.1f", $1 / 1e6 }'; }
+
+echo "build verify run ms requests bytes hashed"
+for i in $(seq "$runs"); do
+  for b in $builds; do
+    for v in on none; do
+      o="delay=$delay,stats=$work/st${OPTS:+,$OPTS}"
+      [ $v = none ] && o="$o,verify=none"
+      rm -f "$work/st"
+      "$b/cairn" mount -o "$o" "$img" "$M"
+      t0=$(now_ms)
+      "$@" >/dev/null
+      t1=$(now_ms)
+      fusermount3 -u "$M"
+      for _ in $(seq 100); do [ -s "$work/st" ] && break; sleep 0.05; done
+      echo "$b $v $i $(echo "$t1 - $t0" | bc) $(stat_of device_requests "$work/st")" \
+        "$(stat_of device_bytes "$work/st") $(stat_of verify_bytes "$work/st")"
+    done
+  done
+done | tee "$work/rows"
+echo "median over $runs runs: build verify ms requests bytes hashed, on/none"
+for b in $builds; do
+  for v in on none; do
+    awk -v b="$b" -v v="$v" '$1 == b && $2 == v { print $4, $5, $6, ($7 == "" ? 0 : $7) }' \
+      "$work/rows" | sort -n | awk -v b="$b" -v v="$v" '
+      { t[NR] = $1; r[NR] = $2; y[NR] = $3; h[NR] = $4 }
+      END { m = int((NR + 1) / 2); printf "%s %s %.1f %d %d %d\n", b, v, t[m], r[m], y[m], h[m] }'
+  done
+done | tee "$work/med"
+awk '{ k = $1; if ($2 == "on") on[k] = $3; else no[k] = $3 }
+     END { for (k in on) printf "%s on/none %.3f\n", k, on[k] / no[k] }' "$work/med"
