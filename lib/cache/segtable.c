@@ -181,12 +181,21 @@ static void ring_remove(struct cairn_cache *c, struct seg *s)
 	s->in_lru = 0;
 }
 
+/* A segment published UNCHECKED can be taken, fail its check and leave the
+ * table (fail_claims) before its publisher gets here: it must not join the
+ * ring then, or it is freed while linked. fail_claims marks it under the ring
+ * lock and its shard's, so the check here, under both, sees it. */
 void lru_add(struct cairn_cache *c, struct seg **s, size_t n)
 {
 	pthread_mutex_lock(&c->lru_lock);
-	for (size_t i = 0; i < n; i++)
-		if (!s[i]->in_lru)
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+
+		pthread_mutex_lock(&sh->lock);
+		if (!s[i]->in_lru && s[i]->state != SEG_FAILED)
 			ring_insert_tail(c, s[i]);
+		pthread_mutex_unlock(&sh->lock);
+	}
 	pthread_mutex_unlock(&c->lru_lock);
 }
 
