@@ -49,6 +49,12 @@ struct cairn_mkfs_opts {
 	 * the uncompressed format, byte for byte as without these fields. */
 	unsigned codec;             /* CAIRN_MKFS_NONE, _LZ4, _LZ4HC, _ZSTD */
 	int level;                  /* codec level; CAIRN_MKFS_LEVEL_DEFAULT: the codec's default */
+	/* With an order: the hot prefix's chunks use hot_codec at hot_level instead
+	 * (the chunks that a cold start decompresses: a faster codec costs it less
+	 * CPU; CAIRN_MKFS_NONE stores them raw). Needs codec != CAIRN_MKFS_NONE. */
+	int set_hot_codec;
+	unsigned hot_codec;         /*   CAIRN_MKFS_NONE, _LZ4, _LZ4HC, _ZSTD */
+	int hot_level;              /*   as level */
 	unsigned chunk_log2;        /* chunk size 2^14..2^20; 0 = CAIRN_MKFS_CHUNK_LOG2_DEFAULT */
 	unsigned threads;           /* compressing threads; 0 = one per online CPU */
 	const char *const *no_compress; /* exclude-style patterns: these files' chunks are */

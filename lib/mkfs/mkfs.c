@@ -398,8 +398,9 @@ int cairn_mkfs_new(const struct cairn_mkfs_opts *o, struct cairn_mkfs **out)
 	struct cairn_mkfs *m = calloc(1, sizeof(*m));
 
 	*out = NULL;
-	if (o->granule_shift && (o->granule_shift < CAIRN_VERITY_SHIFT_MIN ||
-				 o->granule_shift > CAIRN_VERITY_SHIFT_MAX)) {
+	if ((o->granule_shift && (o->granule_shift < CAIRN_VERITY_SHIFT_MIN ||
+				  o->granule_shift > CAIRN_VERITY_SHIFT_MAX)) ||
+	    (o->set_hot_codec && (o->codec == CAIRN_MKFS_NONE || o->hot_codec > CAIRN_MKFS_ZSTD))) {
 		free(m);
 		return -EINVAL;
 	}

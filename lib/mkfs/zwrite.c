@@ -63,6 +63,8 @@ struct mk_zplan {
 	uint64_t cs;
 	unsigned codec;           /* CAIRN_MKFS_* */
 	int level;
+	unsigned hot_codec;       /* the hot prefix's chunks: CAIRN_MKFS_* */
+	int hot_level;
 	struct mk_vec jobs;       /* struct zjob, in disk order */
 	struct mk_vec pieces;     /* struct zpiece */
 	struct mk_vec frags;      /* struct zfrag */
@@ -410,6 +412,8 @@ int mk_zplan_new(struct cairn_mkfs *m, const struct mk_vec *hot, const struct mk
 	z->cs = 1ull << z->log2;
 	z->codec = m->o.codec;
 	z->level = m->o.level;
+	z->hot_codec = m->o.set_hot_codec ? m->o.hot_codec : z->codec;
+	z->hot_level = m->o.set_hot_codec ? m->o.hot_level : z->level;
 	mk_vec_init(&z->jobs, sizeof(struct zjob));
 	mk_vec_init(&z->pieces, sizeof(struct zpiece));
 	mk_vec_init(&z->frags, sizeof(struct zfrag));
@@ -465,9 +469,20 @@ static int default_level(unsigned codec)
 	}
 }
 
+static int level_or_default(unsigned codec, int level)
+{
+	return level == CAIRN_MKFS_LEVEL_DEFAULT ? default_level(codec) : level;
+}
+
 static int level_of(const struct mk_zplan *z)
 {
-	return z->level == CAIRN_MKFS_LEVEL_DEFAULT ? default_level(z->codec) : z->level;
+	return level_or_default(z->codec, z->level);
+}
+
+/* The on-disk codec of chunks compressed by codec (lz4hc writes LZ4 blocks). */
+static uint32_t disk_codec(unsigned codec)
+{
+	return codec == CAIRN_MKFS_ZSTD ? CAIRN_CODEC_ZSTD : CAIRN_CODEC_LZ4;
 }
 
 /* One batch slot: the job's stored bytes and codec once compressed. */
@@ -576,15 +591,15 @@ static size_t out_bound(const struct mk_zplan *z)
 	return a > b ? a : b;
 }
 
-/* Compresses w->in into s->out; 0 when it did not pay (stored raw). */
-static size_t compress(struct zworker *w, struct zslot *s, size_t n)
+/* Compresses w->in into s->out with codec at level; 0 when it did not pay
+ * (stored raw; CAIRN_MKFS_NONE always). */
+static size_t compress(struct zworker *w, struct zslot *s, size_t n, unsigned codec, int level)
 {
-	struct mk_zplan *z = w->z;
-	size_t cap = out_bound(z), got = 0;
+	size_t cap = out_bound(w->z), got = 0;
 
-	switch (z->codec) {
+	switch (codec) {
 	case CAIRN_MKFS_ZSTD: {
-		size_t r = ZSTD_compressCCtx(w->zc, s->out, cap, w->in, n, level_of(z));
+		size_t r = ZSTD_compressCCtx(w->zc, s->out, cap, w->in, n, level);
 
 		got = ZSTD_isError(r) ? 0 : r;
 		break;
@@ -596,8 +611,7 @@ static size_t compress(struct zworker *w, struct zslot *s, size_t n)
 		break;
 	}
 	case CAIRN_MKFS_LZ4HC: {
-		int r = LZ4_compress_HC_extStateHC(w->hc, w->in, s->out, (int)n, (int)cap,
-						   level_of(z));
+		int r = LZ4_compress_HC_extStateHC(w->hc, w->in, s->out, (int)n, (int)cap, level);
 
 		got = r > 0 ? (size_t)r : 0;
 		break;
@@ -606,8 +620,11 @@ static size_t compress(struct zworker *w, struct zslot *s, size_t n)
 	return got && got + n / 32 < n ? got : 0;
 }
 
-static void run_job(struct zworker *w, const struct zjob *jb, struct zslot *s)
+/* hot: the job is one of the hot prefix's (stored with the hot codec). */
+static void run_job(struct zworker *w, const struct zjob *jb, struct zslot *s, int hot)
 {
+	const struct mk_zplan *z = w->z;
+	unsigned codec = hot ? z->hot_codec : z->codec;
 	int raw;
 	int64_t n = job_input(w, jb, s, &raw);
 	size_t c;
@@ -620,9 +637,10 @@ static void run_job(struct zworker *w, const struct zjob *jb, struct zslot *s)
 		s->len = 0;
 		return;
 	}
-	c = raw ? 0 : compress(w, s, (size_t)n);
+	c = raw ? 0 : compress(w, s, (size_t)n, codec,
+			       hot ? level_or_default(codec, z->hot_level) : level_of(z));
 	if (c) {
-		s->codec = w->z->codec == CAIRN_MKFS_ZSTD ? CAIRN_CODEC_ZSTD : CAIRN_CODEC_LZ4;
+		s->codec = disk_codec(codec);
 		s->len = (uint32_t)c;
 	} else {
 		s->codec = CAIRN_CODEC_RAW;
@@ -638,21 +656,24 @@ static void *worker_main(void *arg)
 	uint64_t k;
 
 	while ((k = atomic_fetch_add(&b->next, 1)) < b->n)
-		run_job(w, job_at(b->z, b->first + k), &b->slots[k]);
+		run_job(w, job_at(b->z, b->first + k), &b->slots[k],
+			b->first + k < b->z->hot_jobs);
 	return NULL;
 }
 
 static int worker_init(struct mk_zplan *z, struct zworker *w)
 {
+	int zstd = z->codec == CAIRN_MKFS_ZSTD || z->hot_codec == CAIRN_MKFS_ZSTD;
+	int hc = z->codec == CAIRN_MKFS_LZ4HC || z->hot_codec == CAIRN_MKFS_LZ4HC;
+
 	memset(w, 0, sizeof(*w));
 	w->z = z;
 	w->in = malloc((size_t)z->cs);
-	if (z->codec == CAIRN_MKFS_ZSTD)
+	if (zstd)
 		w->zc = ZSTD_createCCtx();
-	if (z->codec == CAIRN_MKFS_LZ4HC)
+	if (hc)
 		w->hc = malloc((size_t)LZ4_sizeofStateHC());
-	return w->in && (z->codec != CAIRN_MKFS_ZSTD || w->zc) &&
-	       (z->codec != CAIRN_MKFS_LZ4HC || w->hc) ? 0 : -ENOMEM;
+	return w->in && (!zstd || w->zc) && (!hc || w->hc) ? 0 : -ENOMEM;
 }
 
 static void worker_fini(struct zworker *w)
@@ -780,7 +801,7 @@ void mk_zplan_super(const struct mk_zplan *z, uint64_t chunk_off,
 {
 	memset(s, 0, sizeof(*s));
 	s->chunk_log2 = cairn_le32(z->log2);
-	s->codec = cairn_le32(z->codec == CAIRN_MKFS_ZSTD ? CAIRN_CODEC_ZSTD : CAIRN_CODEC_LZ4);
+	s->codec = cairn_le32(disk_codec(z->codec));
 	s->level = cairn_le32(z->codec == CAIRN_MKFS_LZ4 ? 0 : (uint32_t)level_of(z));
 	s->chunk_off = cairn_le64(chunk_off);
 	s->chunk_count = cairn_le64(z->table.n);

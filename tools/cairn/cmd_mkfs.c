@@ -41,6 +41,10 @@ static const char mkfs_help[] =
 	"  --force            replace an existing IMAGE that is not a cairn image\n"
 	"  -z ALG[,LEVEL]     compress file data: none (default), lz4, lz4hc or zstd,\n"
 	"                     with the codec's level (lz4hc 3..12, zstd 1..22)\n"
+	"  --hot-codec ALG[,LEVEL]  codec of the hot prefix's chunks (with -z and\n"
+	"                     --order; default: the -z one): the chunks a cold start\n"
+	"                     decompresses, so lz4hc there costs it less CPU than zstd\n"
+	"                     (none stores them raw)\n"
 	"  --chunk-size SIZE  logical chunk size of a compressed image, a power of two\n"
 	"                     from 16K to 1M (default 128K)\n"
 	"  -j N               compress on N threads (default: every online CPU); the\n"
@@ -190,7 +194,8 @@ int cmd_mkfs(int argc, char **argv)
 			    !strcmp(a, "--mtime") || !strcmp(a, "--exclude") || !strcmp(a, "--order") ||
 			    !strcmp(a, "--granule") ||
 
-			    !strcmp(a, "-z") || !strcmp(a, "--chunk-size") || !strcmp(a, "-j") ||
+			    !strcmp(a, "-z") || !strcmp(a, "--hot-codec") ||
+			    !strcmp(a, "--chunk-size") || !strcmp(a, "-j") ||
 			    !strcmp(a, "--no-compress") || !strcmp(a, "--no-compress-from");
 		if (takes && !val) {
 			cli_err("mkfs", "%s needs a value", a);
@@ -248,6 +253,13 @@ int cmd_mkfs(int argc, char **argv)
 					"zstd[,1..22])", val);
 				goto out;
 			}
+		} else if (!strcmp(a, "--hot-codec")) {
+			if (cairn_mkfs_parse_codec(val, &o.hot_codec, &o.hot_level)) {
+				cli_err("mkfs", "--hot-codec: bad codec '%s' (none, lz4, "
+					"lz4hc[,3..12], zstd[,1..22])", val);
+				goto out;
+			}
+			o.set_hot_codec = 1;
 		} else if (!strcmp(a, "--chunk-size")) {
 			uint64_t cs;
 
@@ -284,6 +296,11 @@ int cmd_mkfs(int argc, char **argv)
 	if (npos != (manifest ? 1u : 2u)) {
 		cli_err("mkfs", manifest ? "expected: --manifest FILE IMAGE"
 					 : "expected: SRC_DIR IMAGE (try --help)");
+		goto out;
+	}
+	if (o.set_hot_codec && (o.codec == CAIRN_MKFS_NONE || !o.order_file)) {
+		cli_err("mkfs", "--hot-codec sets the codec of the hot prefix of a compressed "
+			"image: it needs -z ALG and --order FILE");
 		goto out;
 	}
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
