@@ -35,6 +35,10 @@ PROFILES = {
     "remote": {"delay": "20ms", "bw": 100, "channels": 8},
 }
 ZCODECS = ("lz4hc", "zstd")
+# Ordered compressed images built with more mkfs options: key -> (label, options).
+# zstd for the cold data, lz4hc for the hot prefix a cold start decompresses
+# (mkfs --hot-codec; docs/bench/zorder.md).
+ZORDERED_EXTRA = {"zstd-hot-lz4hc": ("zstd hot-lz4hc", ["-z", "zstd", "--hot-codec", "lz4hc"])}
 TRACE_RUNS = 2  # traced runs whose orders are joined for `mkfs --order`
 PYLIB = "/usr/lib/python3.11"
 PYTHON = "/usr/bin/python3.11"
@@ -223,13 +227,13 @@ class Cairn:
         self.quiet = []
         self.why = ""
 
-    def mkfs_argv(self, src, out, order=None, z=None):
+    def mkfs_argv(self, src, out, order=None, z=None, extra=()):
         argv = [self.path, "mkfs"] + self.quiet
         if order:
             argv += ["--order", order]
         if z:
             argv += ["-z", z]
-        return argv + [src, out]
+        return argv + list(extra) + [src, out]
 
     def probe(self, res):
         if not os.access(self.path, os.X_OK):
@@ -626,6 +630,10 @@ class Bench:
                 if self.cairn.order_ok:
                     s.append(CairnFs(f"cairn {z} ordered + prefetch", f"cairn-{z}-ordered",
                                      ["prefetch"]))
+            for key, (label, _) in ZORDERED_EXTRA.items() if self.compressed else ():
+                if self.cairn.order_ok:
+                    s.append(CairnFs(f"cairn {label} ordered + prefetch",
+                                     f"cairn-{key}-ordered", ["prefetch"]))
         if self.tools["mkfs.erofs"] and self.kernel_fs["erofs"]:
             s.append(KernelFs("kernel erofs", "erofs", "erofs"))
             if not self.quick:
@@ -770,6 +778,13 @@ class Bench:
                 rows[f"cairn-{z}-ordered"] = {"label": f"cairn mkfs -z {z} --order (trace)",
                                               "peer": False, "secs": now() - t0,
                                               "bytes": os.path.getsize(out)}
+            for key, (label, opts) in ZORDERED_EXTRA.items() if self.compressed else ():
+                out = self.img_path(wl.tree, f"cairn-{key}-ordered")
+                t0 = now()
+                run(self.cairn.mkfs_argv(src, out, order=trace, extra=opts), timeout=900)
+                rows[f"cairn-{key}-ordered"] = {
+                    "label": f"cairn mkfs {' '.join(opts)} --order (trace)", "peer": False,
+                    "secs": now() - t0, "bytes": os.path.getsize(out)}
             with open(trace) as f:
                 self.results.setdefault("traces", {})[wl.tree] = sum(1 for _ in f)
             return True
