@@ -44,9 +44,11 @@ static inline void hostile_write(const char *path, size_t len, unsigned salt)
 /* The image of the tree at dir (times 1000), compressed in chunks of
  * 2^chunk_log2 bytes with codec (0: the default), laid out by `order` (NULL or
  * the text of an --order file), plain_meta as in cairn_mkfs_opts (0: compressed
- * metadata, the default). Returns a malloc'd image; *len its size. */
-static inline uint8_t *hostile_mkfs_with(const char *dir, unsigned codec, unsigned chunk_log2,
-					 const char *order, int plain_meta, size_t *len)
+ * metadata, the default), the hot prefix's chunks with hot_codec (-1: codec).
+ * Returns a malloc'd image; *len its size. */
+static inline uint8_t *hostile_mkfs_with(const char *dir, unsigned codec, int hot_codec,
+					 unsigned chunk_log2, const char *order, int plain_meta,
+					 size_t *len)
 {
 	char order_path[] = "/tmp/cairn-hostile-order-XXXXXX";
 	struct cairn_mkfs_opts o;
@@ -59,6 +61,11 @@ static inline uint8_t *hostile_mkfs_with(const char *dir, unsigned codec, unsign
 	o.set_mtime = 1;
 	o.mtime = 1000;
 	o.codec = codec;
+	if (hot_codec >= 0) {
+		o.set_hot_codec = 1;
+		o.hot_codec = (unsigned)hot_codec;
+		o.hot_level = CAIRN_MKFS_LEVEL_DEFAULT;
+	}
 	o.chunk_log2 = chunk_log2;
 	o.plain_meta = plain_meta;
 	if (order) {
@@ -90,7 +97,7 @@ static inline uint8_t *hostile_mkfs_with(const char *dir, unsigned codec, unsign
 static inline uint8_t *hostile_mkfs(const char *dir, unsigned codec, unsigned chunk_log2,
 				    size_t *len)
 {
-	return hostile_mkfs_with(dir, codec, chunk_log2, NULL, 1, len);
+	return hostile_mkfs_with(dir, codec, -1, chunk_log2, NULL, 1, len);
 }
 
 /* The tree: /small (inline), /big (300 KiB), /dir/mid (9000 B), /dir/sub/deep,
@@ -98,9 +105,10 @@ static inline uint8_t *hostile_mkfs(const char *dir, unsigned codec, unsigned ch
  * by link, xattrs on /small when the temp fs takes user xattrs. Returns a
  * malloc'd image; *len its size. With a codec the image is compressed in
  * chunks of 2^chunk_log2 bytes (0: the default), laid out by `order` (NULL or
- * the text of an --order file); plain_meta as in cairn_mkfs_opts. */
-static inline uint8_t *hostile_build_tree(size_t *len, unsigned codec, unsigned chunk_log2,
-					  const char *order, int plain_meta)
+ * the text of an --order file), its hot prefix with hot_codec (-1: codec);
+ * plain_meta as in cairn_mkfs_opts. */
+static inline uint8_t *hostile_build_tree(size_t *len, unsigned codec, int hot_codec,
+					  unsigned chunk_log2, const char *order, int plain_meta)
 {
 	char dir[] = "/tmp/cairn-hostile-XXXXXX", p[256];
 	uint8_t *buf;
@@ -131,7 +139,7 @@ static inline uint8_t *hostile_build_tree(size_t *len, unsigned codec, unsigned 
 	(void)setxattr(P("small"), "user.a", "value-a", 7, 0);
 	(void)setxattr(P("small"), "user.b", "", 0, 0);
 
-	buf = hostile_mkfs_with(dir, codec, chunk_log2, order, plain_meta, len);
+	buf = hostile_mkfs_with(dir, codec, hot_codec, chunk_log2, order, plain_meta, len);
 	/* Remove the tree now: the test only needs the bytes. */
 	unlink(P("dir/sub/deep"));
 	rmdir(P("dir/sub"));
@@ -150,21 +158,28 @@ static inline uint8_t *hostile_build_tree(size_t *len, unsigned codec, unsigned 
 static inline uint8_t *hostile_build_meta(size_t *len, unsigned codec, unsigned chunk_log2,
 					  int plain_meta)
 {
-	return hostile_build_tree(len, codec, chunk_log2, NULL, plain_meta);
+	return hostile_build_tree(len, codec, -1, chunk_log2, NULL, plain_meta);
 }
 
 /* With a hot prefix laid out by `order`, metadata stored as is. */
 static inline uint8_t *hostile_build_order(size_t *len, unsigned codec, unsigned chunk_log2,
 					   const char *order)
 {
-	return hostile_build_tree(len, codec, chunk_log2, order, 1);
+	return hostile_build_tree(len, codec, -1, chunk_log2, order, 1);
+}
+
+/* The same with the hot prefix's chunks compressed by hot_codec. */
+static inline uint8_t *hostile_build_order_hot(size_t *len, unsigned codec, unsigned hot_codec,
+					       unsigned chunk_log2, const char *order)
+{
+	return hostile_build_tree(len, codec, (int)hot_codec, chunk_log2, order, 1);
 }
 
 /* The tests that patch records in place need them where the superblock says:
  * the metadata stored as is. */
 static inline uint8_t *hostile_build_ex(size_t *len, unsigned codec, unsigned chunk_log2)
 {
-	return hostile_build_tree(len, codec, chunk_log2, NULL, 1);
+	return hostile_build_tree(len, codec, -1, chunk_log2, NULL, 1);
 }
 
 static inline uint8_t *hostile_build(size_t *len)

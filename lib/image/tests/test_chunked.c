@@ -282,6 +282,82 @@ static void test_readahead_skips_delivered(void **state)
 	free(b.buf);
 }
 
+/* Chunks of img by where they are stored and their codec: hot[c] counts the
+ * hot prefix's chunks of codec c, cold[c] the others'. */
+static void count_codecs(struct cairn_image *img, unsigned hot[4], unsigned cold[4])
+{
+	for (unsigned c = 0; c < 4; c++)
+		hot[c] = cold[c] = 0;
+	for (uint64_t idx = 0; idx < img->chunk_count; idx++) {
+		struct cairn_rchunk c;
+
+		assert_int_equal(cairn_image_chunk_load(img, idx, &c), 0);
+		if (c.codec != CAIRN_CODEC_ZERO && c.disk_off >= img->hot_off &&
+		    c.disk_off < img->hot_off + img->hot_len)
+			hot[c.codec]++;
+		else
+			cold[c.codec]++;
+	}
+}
+
+/* mkfs --hot-codec: the hot prefix's chunks get the hot codec (lz4hc writes
+ * LZ4, none stores them raw), every other chunk the image's, and every file
+ * still reads back, through the hot walk and on demand. */
+static void test_hot_codec(void **state)
+{
+	static const unsigned hotc[] = { CAIRN_MKFS_LZ4HC, CAIRN_MKFS_NONE };
+	static const unsigned want[] = { CAIRN_CODEC_LZ4, CAIRN_CODEC_RAW };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(hotc) / sizeof(hotc[0]); k++) {
+		struct built b;
+		struct cairn_image *img;
+		unsigned hot[4], cold[4];
+
+		b.buf = hostile_build_order_hot(&b.len, CAIRN_MKFS_ZSTD, hotc[k], 14,
+						"/big\n/dir/mid\n");
+		img = open_buf(&b);
+		count_codecs(img, hot, cold);
+		/* /big's 18 chunks and two fragments (its tail, /dir/mid) */
+		assert_int_equal(hot[want[k]], 20);
+		for (unsigned c = 0; c < 4; c++)
+			if (c != want[k])
+				assert_int_equal(hot[c], 0);
+		assert_true(cold[CAIRN_CODEC_ZSTD] > 0);
+		assert_int_equal(cold[CAIRN_CODEC_LZ4], 0);
+		cairn_image_prefetch_hot(img);
+		cairn_image_chunk_drain(img);
+		check_file(img, "/big", 300 * 1024, 2);
+		check_file(img, "/dir/mid", 9000, 3);
+		check_file(img, "/dir/sub/deep", 5000, 4);
+		check_file(img, "/small", 100, 1);
+		check_sparse(img);
+		assert_int_equal(cairn_image_fsck(img, 0, NULL, NULL), 0);
+		cairn_image_close(img);
+		free(b.buf);
+	}
+}
+
+/* --hot-codec on an uncompressed image, or an unknown codec, is refused. */
+static void test_hot_codec_refused(void **state)
+{
+	struct cairn_mkfs_opts o;
+	struct cairn_mkfs *m = NULL;
+
+	(void)state;
+	cairn_mkfs_opts_init(&o);
+	o.set_hot_codec = 1;
+	o.hot_codec = CAIRN_MKFS_LZ4;
+	assert_int_equal(cairn_mkfs_new(&o, &m), -EINVAL);
+	o.codec = CAIRN_MKFS_ZSTD;
+	o.hot_codec = 7;
+	assert_int_equal(cairn_mkfs_new(&o, &m), -EINVAL);
+	assert_null(m);
+	o.hot_codec = CAIRN_MKFS_LZ4;
+	assert_int_equal(cairn_mkfs_new(&o, &m), 0);
+	cairn_mkfs_free(m);
+}
+
 /* -o prefetch of an ordered image: the read-ahead workers decompress the hot
  * prefix (/big's 18 chunks of 16 KiB, a fragment with its 12 KiB tail and one
  * with /dir/mid, not the cold files after them) into the chunk cache without a reader, so reading the hot files
@@ -614,6 +690,8 @@ int main(void)
 		cmocka_unit_test(test_delivered_drops),
 		cmocka_unit_test(test_readahead_skips_delivered),
 		cmocka_unit_test(test_prefetch_hot_decompresses),
+		cmocka_unit_test(test_hot_codec),
+		cmocka_unit_test(test_hot_codec_refused),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_hostile_records),
