@@ -266,7 +266,10 @@ static int chunked_open(struct cairn_image *img, char *why, size_t why_len)
 	if (!table_ok(img, img->chunk_off, img->chunk_count, CAIRN_CHUNK_SIZE))
 		return BAD("chunk table outside the metadata region");
 	rc = cairn_zcache_new(0, &img->zc);
-	return rc ? rc : cairn_image_chunk_init(img);
+	if (rc)
+		return rc;
+	cairn_zcache_set_slot(img->zc, (size_t)img->chunk_size);
+	return cairn_image_chunk_init(img);
 }
 
 int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,

@@ -35,12 +35,17 @@ struct cairn_zcache_stats {
 	uint64_t dropped;          /* entries dropped once wholly delivered */
 	uint64_t loaded_bytes;     /* decompressed by loads */
 	uint64_t resident_bytes, budget_bytes;
+	uint64_t blocks;           /* 2 MiB blocks of slots mapped now */
 };
 
 /* budget 0: CAIRN_ZCACHE_DEFAULT. */
 int cairn_zcache_new(size_t budget, struct cairn_zcache **out);
 void cairn_zcache_free(struct cairn_zcache *z);
 void cairn_zcache_set_budget(struct cairn_zcache *z, size_t budget);
+/* Entries of up to slot bytes (a power of two, 16 KiB to 1 MiB) get their memory
+ * from 2 MiB blocks asked for huge pages (zcache.c says why); 0 or any other
+ * value, or once a block is mapped: ignored, entries use malloc. */
+void cairn_zcache_set_slot(struct cairn_zcache *z, size_t slot);
 /* The entry of chunk key, holding len bytes, loaded through fn on a miss (fn
  * NULL: -EAGAIN on a miss, nothing loaded). On success *data points at its
  * bytes until cairn_zcache_put(). A cached entry of another length is
