@@ -449,11 +449,29 @@ static void dc_close(struct cairn_bdev *dev)
 	free(d);
 }
 
+/* Whether every chunk of the range has its file here (what dc_read would load,
+ * unless it turns out torn): one fstatat per chunk, no data read. */
+static int dc_held(struct cairn_bdev *dev, uint64_t off, uint64_t len)
+{
+	struct dc_bdev *d = (struct dc_bdev *)dev;
+	struct stat st;
+	char name[32];
+
+	for (uint64_t i = off / d->chunk; i <= (off + len - 1) / d->chunk; i++) {
+		chunk_name(i, name);
+		if (fstatat(d->key_fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    (uint64_t)st.st_size != sizeof(struct chunk_hdr) + chunk_len(d, i))
+			return 0;
+	}
+	return 1;
+}
+
 static const struct cairn_bdev_ops dc_ops = {
 	.version = CAIRN_BDEV_OPS_VERSION,
 	.name = "diskcache",
 	.read = dc_read,
 	.close = dc_close,
+	.held = dc_held,
 };
 
 static int key_ok(const char *k)
