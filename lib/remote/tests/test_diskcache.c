@@ -130,6 +130,26 @@ static void test_reads_and_offline(void **state)
 	cairn_bdev_close(d);
 }
 
+/* held: the chunks whose files are here, whatever the device below says. */
+static void test_held(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_bdev *d = open_dc(fx, 0);
+
+	assert_int_equal(cairn_bdev_held(d, 0, 3 * CHUNK), 0);
+	assert_int_equal(cairn_bdev_held(fx->fault, 0, CHUNK), -ENOTSUP); /* mem cannot tell */
+	check_read(d, fx->src, 3 * CHUNK, 0);
+	check_read(d, fx->src, 10, SZ - 10); /* the short last chunk */
+	assert_int_equal(cairn_bdev_held(d, 0, 3 * CHUNK), 1);
+	assert_int_equal(cairn_bdev_held(d, CHUNK + 5, 10), 1);
+	assert_int_equal(cairn_bdev_held(d, 2 * CHUNK, 2 * CHUNK), 0);
+	assert_int_equal(cairn_bdev_held(d, SZ - 10, 100), 1); /* clipped to the device */
+	cairn_bdev_close(d);
+	d = open_dc(fx, 0); /* a remount sees the same */
+	assert_int_equal(cairn_bdev_held(d, 0, 3 * CHUNK), 1);
+	cairn_bdev_close(d);
+}
+
 static void stale_usage(const char *dir, uint64_t v)
 {
 	char p[256];
@@ -353,6 +373,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_reads_and_offline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_side_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
