@@ -7,6 +7,10 @@
 #   empty learn       a fresh cache_dir, no option: traces into DIR/KEY.profile
 #   warm noprofile    that cache_dir again, -o noprofile
 #   warm learn        that cache_dir again, no option: prefetches + pushes the profile
+#   empty shipped     a fresh cache_dir, the profile shipped beside the image on
+#                     the server (URL.profile: the joined traces profile_gap.sh took,
+#                     which mkfs --order used): what a first cold start can reach
+#                     without a rebuild
 # Times are mount + workload (ms), with HTTP requests and MiB fetched, and the
 # medians over RUNS rounds.
 #   bench/remote_profile.sh [-p java|python] [-d DELAY] [-n RUNS] [-b BUILD] [-w WORK]
@@ -31,7 +35,7 @@ case $wl in
   python) M=$work/pyhome/lib/python3.11 ;;
   *) echo "remote_profile: -p java or python" >&2; exit 2 ;;
 esac
-trap 'set +e; fusermount3 -u "$M" 2>/dev/null; servers_stop; rm -rf "$NET" "$work/rdc"' EXIT
+trap 'set +e; fusermount3 -u "$M" 2>/dev/null; servers_stop; rm -rf "$NET" "$work/rdc" "$work/ship"' EXIT
 PY_IMPORTS="json,re,collections,typing,dataclasses,argparse,subprocess,threading,logging,email.parser,email.message,http.client,urllib.request,urllib.parse,xml.etree.ElementTree,decimal,fractions,datetime,pathlib,tempfile,shutil,tarfile,zipfile,csv,sqlite3,unittest,asyncio,ssl,hashlib,base64,pickle,textwrap,inspect,ast,uuid,random,statistics,socket,selectors,gettext,locale,difflib,pprint,configparser,string,struct,heapq,bisect,enum,functools,contextlib,copy,glob,fnmatch"
 workload() {
   if [ "$wl" = java ]; then
@@ -43,14 +47,19 @@ workload() {
 }
 nginx_start web "$work/img" "limit_rate 100m;" >/dev/null
 URL=http://127.0.0.1:$web_PORT/$wl.cairn
+mkdir -p "$work/ship"
+ln -sf "$work/img/$wl.cairn" "$work/ship/$wl.cairn"
+cp "$work/$wl.trace" "$work/ship/$wl.cairn.profile"
+nginx_start ship "$work/ship" "limit_rate 100m;" >/dev/null
+SHIP_URL=http://127.0.0.1:$ship_PORT/$wl.cairn
 DC=$work/rdc
 key() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
-one() { # NAME OPTS
+one() { # NAME OPTS [URL]
   s=$work/rp.stats
   rm -f "$s"
   sync; echo 3 > /proc/sys/vm/drop_caches
   t0=$(date +%s%N)
-  "$C" mount -o "delay=$delay,cache_dir=$DC,stats=$s$2" "$URL" "$M"
+  "$C" mount -o "delay=$delay,cache_dir=$DC,stats=$s$2" "${3:-$URL}" "$M"
   workload > /dev/null
   t1=$(date +%s%N)
   fusermount3 -u "$M"
@@ -67,9 +76,10 @@ while [ $n -lt "$runs" ]; do
   rm -rf "$DC"; one empty-learn "" | tee -a "$out"
   one warm-noprofile ",noprofile" | tee -a "$out"
   one warm-learn "" | tee -a "$out"
+  rm -rf "$DC"; one empty-shipped "" "$SHIP_URL" | tee -a "$out"
   n=$((n + 1))
 done
-for v in empty-noprofile empty-learn warm-noprofile warm-learn; do
+for v in empty-noprofile empty-learn warm-noprofile warm-learn empty-shipped; do
   awk -v k="$v" '$1 == k { print $2, $3, $4 }' "$out" | sort -n |
     awk -v k="$v" '{ t[NR] = $1; r[NR] = $2; b[NR] = $3 } END { m = int((NR + 1) / 2);
       printf "median %-16s %5d ms  (%d requests, %d MiB: those of the median run)\n", k, t[m], r[m], b[m] }'

@@ -14,6 +14,10 @@
  * one transfer at a time at N MB/s (a network disk: latency per request plus a
  * shared pipe).
  *
+ * With log=FILE, one line per request: "ARRIVAL DONE OFFSET LENGTH" (CLOCK_REALTIME
+ * microseconds when the request came and when it was answered, the byte range), to
+ * see when a reader's requests went out and what they waited on (bench/reqlog.py).
+ *
  * Counters: read MOUNTPOINT/.delayfs (one "name value" per line); write "reset" to it to
  * zero them. SIGUSR1 writes the same text to the stats= file (and so does unmount).
  * Loop devices, squashfuse_ll and cairn all read their image files through this, so each
@@ -58,6 +62,8 @@ struct delayfs {
 	unsigned max_read;          /* bytes; the kernel splits larger reads */
 	uint64_t bw;                /* bytes per second of the shared link; 0 = no limit */
 	char *stats_path;           /* may be NULL */
+	FILE *log;                  /* log=: one line per request, or NULL */
+	pthread_mutex_t log_lock;
 	/* channel model: each channel is busy until free_at[i] (CLOCK_MONOTONIC ns) */
 	pthread_mutex_t chan_lock;
 	uint64_t free_at[MAX_CHANNELS];
@@ -382,6 +388,24 @@ static void ctl_read(struct delayfs *fs, fuse_req_t req, size_t size, off_t off)
 		fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
+static uint64_t realtime_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void log_request(struct delayfs *fs, uint64_t came, uint64_t off, uint64_t len)
+{
+	uint64_t done = realtime_us();
+
+	pthread_mutex_lock(&fs->log_lock);
+	fprintf(fs->log, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", came, done, off, len);
+	fflush(fs->log);
+	pthread_mutex_unlock(&fs->log_lock);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -414,9 +438,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* A read at or past the end never reaches a real disk: no delay, not counted. */
 	if (n > 0) {
+		uint64_t came = fs->log ? realtime_us() : 0;
+
 		count_request(fs, (uint64_t)n);
 		if (fs->delay_ns || fs->bw)
 			sleep_until(reserve_deadline(fs, arrival, (uint64_t)n));
+		if (fs->log)
+			log_request(fs, came, (uint64_t)off, (uint64_t)n);
 	}
 	atomic_fetch_sub(&fs->inflight, 1);
 	fuse_reply_buf(req, buf, (size_t)n);
@@ -553,6 +581,7 @@ struct cmdline {
 	char *srcdir;
 	char *delay;
 	char *stats;
+	char *log;
 	unsigned channels;
 	unsigned max_read;
 	unsigned bw_mbs;
@@ -561,6 +590,7 @@ struct cmdline {
 static const struct fuse_opt delayfs_opts[] = {
 	{ "delay=%s", offsetof(struct cmdline, delay), 0 },
 	{ "stats=%s", offsetof(struct cmdline, stats), 0 },
+	{ "log=%s", offsetof(struct cmdline, log), 0 },
 	{ "channels=%u", offsetof(struct cmdline, channels), 0 },
 	{ "max_read=%u", offsetof(struct cmdline, max_read), 0 },
 	{ "bw=%u", offsetof(struct cmdline, bw_mbs), 0 },
@@ -588,6 +618,8 @@ static void usage(const char *prog)
 	       "  -o bw=N           after its delay each request's bytes cross one shared\n"
 	       "                    link of N MB/s, one transfer at a time (default 0: none)\n"
 	       "  -o stats=FILE     write the counters here on SIGUSR1 and at unmount\n"
+	       "  -o log=FILE       one line per request: arrival and answer (realtime us),\n"
+	       "                    offset, length (an absolute path)\n"
 	       "  -o max_read=N     largest request in bytes (default 1048576)\n"
 	       "  -f, -s, -d        foreground, single-threaded, debug\n"
 	       "Counters: cat MOUNTPOINT/" CTL_NAME "; reset: echo reset > MOUNTPOINT/" CTL_NAME "\n",
@@ -645,8 +677,15 @@ static int delayfs_init(struct delayfs *fs, const struct cmdline *c)
 			return -1;
 		}
 	}
+	if (c->log && !(fs->log = fopen(c->log, "ae"))) {
+		fprintf(stderr, "delayfs: %s: %s\n", c->log, strerror(errno));
+		free(fs->stats_path);
+		close(fs->src_fd);
+		return -1;
+	}
 	pthread_mutex_init(&fs->chan_lock, NULL);
 	pthread_mutex_init(&fs->names_lock, NULL);
+	pthread_mutex_init(&fs->log_lock, NULL);
 	return 0;
 }
 
@@ -654,6 +693,9 @@ static void delayfs_fini(struct delayfs *fs)
 {
 	pthread_mutex_destroy(&fs->chan_lock);
 	pthread_mutex_destroy(&fs->names_lock);
+	pthread_mutex_destroy(&fs->log_lock);
+	if (fs->log)
+		fclose(fs->log);
 	free(fs->names);
 	free(fs->stats_path);
 	close(fs->src_fd);

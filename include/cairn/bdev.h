@@ -23,8 +23,9 @@ struct cairn_bdev;
 
 /* The ops table grows at its end, as SQLite's sqlite3_io_methods do with
  * iVersion: a device says which version of the table it fills in, and the
- * library calls no method that version does not have. Version 1: read, close. */
-#define CAIRN_BDEV_OPS_VERSION 1
+ * library calls no method that version does not have. Version 1: read, close.
+ * Version 2: held (optional, NULL = cannot tell). */
+#define CAIRN_BDEV_OPS_VERSION 2
 
 struct cairn_bdev_ops {
 	int version;      /* 1..CAIRN_BDEV_OPS_VERSION: the table as the device knows it */
@@ -35,6 +36,13 @@ struct cairn_bdev_ops {
 	ssize_t (*read)(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
 	/* Free the device and the one below it. */
 	void (*close)(struct cairn_bdev *dev);
+	/* Version 2. Whether all of [off, off+len) (inside the device) is held
+	 * locally, so a read of it costs no request to slow storage below (a disk
+	 * cache in front of a server): 1 yes, 0 no, a negative errno when the
+	 * device cannot tell. Advice for planning reads (a range may be dropped
+	 * the moment after); thread-safe. A wrapper that passes reads through at
+	 * the same offsets answers for the device below it. */
+	int (*held)(struct cairn_bdev *dev, uint64_t off, uint64_t len);
 };
 
 /* Base of every device; implementations embed it first. */
@@ -56,6 +64,11 @@ ssize_t cairn_bdev_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t 
 /* Read exactly len bytes or fail: a short read becomes -EIO. */
 int cairn_bdev_read_full(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
 void cairn_bdev_close(struct cairn_bdev *dev);
+/* The device's held method, clipped to its size: 1 held, 0 not, -ENOTSUP when it
+ * has none (an ops table of version 1, or NULL there). An empty range is held. */
+int cairn_bdev_held(struct cairn_bdev *dev, uint64_t off, uint64_t len);
+/* A held method for wrappers that read through at the same offsets: asks below. */
+int cairn_bdev_held_below(struct cairn_bdev *dev, uint64_t off, uint64_t len);
 static inline uint64_t cairn_bdev_size(const struct cairn_bdev *dev) { return dev->size; }
 
 /* file: pread on a file descriptor, which must be a regular file or a block

@@ -79,9 +79,12 @@ struct cairn_range {
 };
 /* Start reading n device ranges in the background, most wanted first (the order a
  * workload first read them): the segments they cover are merged into as few
- * requests as max_io allows, filling the gaps between them (bytes are cheaper
- * than requests), and the requests are queued in the order of the first range
- * each holds, so several run at once on a device with channels.
+ * requests as max_io allows, filling a gap between them while the request stays
+ * at least half wanted (a gap costs bytes, a request a round trip), and the
+ * requests are queued in the order of the first range
+ * each holds, so several run at once on a device with channels. On a device
+ * that tells what it holds locally (cairn_bdev_held: a disk cache), a request
+ * holds only held segments or only others, gaps included.
  * Segments already cached or in flight are left alone. At most the budget is
  * claimed: more would evict its own beginning. Returns the bytes claimed, 0 when
  * there is nothing to do (or no memory: prefetching is advice). */

@@ -35,6 +35,22 @@ int cairn_bdev_init(struct cairn_bdev *dev, const struct cairn_bdev_ops *ops,
 	return 0;
 }
 
+int cairn_bdev_held(struct cairn_bdev *dev, uint64_t off, uint64_t len)
+{
+	if (dev->ops->version < 2 || !dev->ops->held)
+		return -ENOTSUP;
+	if (off >= dev->size || !len)
+		return 1;
+	if (len > dev->size - off)
+		len = dev->size - off;
+	return dev->ops->held(dev, off, len);
+}
+
+int cairn_bdev_held_below(struct cairn_bdev *dev, uint64_t off, uint64_t len)
+{
+	return dev->below ? cairn_bdev_held(dev->below, off, len) : -ENOTSUP;
+}
+
 void cairn_bdev_close(struct cairn_bdev *dev)
 {
 	if (dev)

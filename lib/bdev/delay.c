@@ -112,6 +112,7 @@ static const struct cairn_bdev_ops delay_ops = {
 	.name = "delay",
 	.read = delay_read,
 	.close = delay_close,
+	.held = cairn_bdev_held_below,
 };
 
 int cairn_bdev_delay_new(struct cairn_bdev *below, const struct cairn_delay_config *cfg,

@@ -128,6 +128,7 @@ static const struct cairn_bdev_ops fault_ops = {
 	.name = "fault",
 	.read = fault_read,
 	.close = fault_close,
+	.held = cairn_bdev_held_below,
 };
 
 int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_config *cfg,

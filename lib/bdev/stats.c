@@ -57,6 +57,7 @@ static const struct cairn_bdev_ops stats_ops = {
 	.name = "stats",
 	.read = stats_read,
 	.close = stats_close,
+	.held = cairn_bdev_held_below,
 };
 
 int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out)

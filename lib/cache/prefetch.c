@@ -16,6 +16,13 @@
  * MiB (docs/bench/profile.md has the times). The runs are then queued in the
  * order of the most wanted range each holds, so the workers fetch what the
  * program needs first, several at a time where the device has channels.
+ *
+ * Over a disk cache (a device that says what it holds, cairn_bdev_held) a run
+ * is all held segments or all others, gaps included: a run that mixed them
+ * would make the held ones wait for a round trip to the server, and the disk
+ * cache would send the server one request per stretch it lacks, one after the
+ * other. A warm disk cache with a learnt profile asked the server for 2 to 7
+ * gap segments this way (tests/mount/remote_profile.sh, bench/remote_profile.sh).
  */
 #include <stdlib.h>
 #include "cache/cache_internal.h"
@@ -23,12 +30,14 @@
 struct want {
 	uint64_t idx;   /* segment */
 	size_t rank;    /* index of the first range that needs it */
+	int held;       /* held by the device below (a disk cache); 0 when it cannot tell */
 };
 
 struct run {
 	uint64_t lo, hi; /* segments, inclusive */
 	uint64_t wanted; /* segments of it a range needs (the rest fills gaps) */
 	size_t rank;
+	int held;
 };
 
 static int by_idx(const void *a, const void *b)
@@ -81,7 +90,7 @@ static size_t collect_wants(struct cairn_cache *c, const struct cairn_range *r, 
 			len = c->dev_size - off;
 		for (uint64_t idx = off >> c->seg_shift;
 		     idx <= (off + len - 1) >> c->seg_shift && got < cap; idx++)
-			w[got++] = (struct want){ idx, i };
+			w[got++] = (struct want){ idx, i, 0 };
 	}
 	if (!got) {
 		free(w);
@@ -100,10 +109,43 @@ static size_t collect_wants(struct cairn_cache *c, const struct cairn_range *r, 
 	return u;
 }
 
+/* Segment idx held by the device below: 1, 0, or negative when it cannot tell. */
+static int seg_held(struct cairn_cache *c, uint64_t idx)
+{
+	return cairn_bdev_held(c->dev, idx << c->seg_shift, c->seg_size);
+}
+
+/* Marks the wants the device holds. 0 when it cannot tell (none marked). */
+static int mark_held(struct cairn_cache *c, struct want *w, size_t n)
+{
+	int h = seg_held(c, w[0].idx);
+
+	if (h < 0)
+		return 0;
+	w[0].held = h;
+	for (size_t i = 1; i < n; i++)
+		w[i].held = seg_held(c, w[i].idx) == 1;
+	return 1;
+}
+
+/* Whether the gap segments [lo, hi] (none when lo > hi) may join a run of the
+ * given kind: all held for a held run, none held for the others. */
+static int gap_fits(struct cairn_cache *c, uint64_t lo, uint64_t hi, int held)
+{
+	if (held)
+		return lo > hi || cairn_bdev_held(c->dev, lo << c->seg_shift,
+						  (hi - lo + 1) << c->seg_shift) == 1;
+	for (uint64_t idx = lo; idx <= hi; idx++)
+		if (seg_held(c, idx) == 1)
+			return 0;
+	return 1;
+}
+
 /* Cuts sorted wants into runs of at most max_io, gaps filled while they are no
- * larger than the wanted part of the run so far. Returns the number of runs
- * written to r (room for n). */
-static size_t make_runs(const struct cairn_cache *c, const struct want *w, size_t n,
+ * larger than the wanted part of the run so far; where the device tells what
+ * it holds (`kinds`), a run holds only segments of one kind. Returns the number
+ * of runs written to r (room for n). */
+static size_t make_runs(struct cairn_cache *c, const struct want *w, size_t n, int kinds,
 			struct run *r)
 {
 	uint64_t per = c->max_io >> c->seg_shift;
@@ -112,14 +154,16 @@ static size_t make_runs(const struct cairn_cache *c, const struct want *w, size_
 	for (size_t i = 0; i < n; i++) {
 		struct run *last = k ? &r[k - 1] : NULL;
 
-		if (last && w[i].idx - last->lo < per && w[i].idx - last->hi - 1 <= last->wanted) {
+		if (last && w[i].idx - last->lo < per && w[i].idx - last->hi - 1 <= last->wanted &&
+		    (!kinds || (w[i].held == last->held &&
+				gap_fits(c, last->hi + 1, w[i].idx - 1, last->held)))) {
 			last->hi = w[i].idx;
 			last->wanted++;
 			if (w[i].rank < last->rank)
 				last->rank = w[i].rank;
 			continue;
 		}
-		r[k++] = (struct run){ w[i].idx, w[i].idx, 1, w[i].rank };
+		r[k++] = (struct run){ w[i].idx, w[i].idx, 1, w[i].rank, w[i].held };
 	}
 	return k;
 }
@@ -142,7 +186,7 @@ uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_r
 		free(w);
 		return 0;
 	}
-	nr = make_runs(c, w, nw, runs);
+	nr = make_runs(c, w, nw, mark_held(c, w, nw), runs);
 	free(w);
 	qsort(runs, nr, sizeof(*runs), run_by_rank);
 	for (size_t i = 0; i < nr; i++) {

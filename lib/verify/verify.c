@@ -147,8 +147,18 @@ static void verify_close(struct cairn_bdev *dev)
 	free(vd);
 }
 
+/* A read is widened to whole granules (verify_read): those must be held. */
+static int verify_held(struct cairn_bdev *dev, uint64_t off, uint64_t len)
+{
+	uint64_t mask = to_vd(dev)->v.granule - 1, lo = off & ~mask, hi = (off + len + mask) & ~mask;
+
+	if (hi > dev->size)
+		hi = dev->size; /* the last granule is short */
+	return cairn_bdev_held(dev->below, lo, hi - lo);
+}
+
 static const struct cairn_bdev_ops verify_ops = { CAIRN_BDEV_OPS_VERSION, "verify", verify_read,
-						   verify_close };
+						   verify_close, verify_held };
 
 #define WHY(err, ...) (snprintf(why, why_len, __VA_ARGS__), (err))
 

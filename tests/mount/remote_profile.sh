@@ -79,6 +79,12 @@ ls "$DCN" | grep -q '\.profile' && fail "noprofile learnt a profile: $(ls "$DCN"
 before=$(profile_reqs)
 run noprof "$DC" noprofile
 grep -q '^profile_records' "$WORK/noprof.stats" && fail "noprofile used the cache dir's profile"
+# With every byte the profile names in the disk cache, prefetching it asks the
+# network for nothing more than a warm mount without it: no gap between two
+# cached pieces is filled from the server (a prefetch run mixing cached and
+# uncached segments makes the cached ones wait for a round trip).
+warm=$(key http_requests "$WORK/noprof.stats"); warmp=$(key http_requests "$WORK/second.stats")
+[ "$warmp" -le "$warm" ] || fail "warm disk cache: $warmp http requests with the learnt profile, $warm without"
 [ "$(profile_reqs)" -eq "$before" ] || fail "noprofile asked for URL.profile"
 cmp "$P" "$WORK/first.profile" || fail "noprofile changed the profile"
 

@@ -68,6 +68,8 @@ static void test_bdev_init_checks_version(void **state)
 	assert_null(d.ops);
 	assert_int_equal(cairn_bdev_init(&d, &v1, NULL, 8), 0);
 	assert_int_equal(cairn_bdev_read(&d, b, sizeof(b), 4), 4);
+	/* Version 1 has no held method: the library never looks past close. */
+	assert_int_equal(cairn_bdev_held(&d, 0, 8), -ENOTSUP);
 }
 
 static void test_mem_read_and_clip(void **state)

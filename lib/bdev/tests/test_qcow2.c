@@ -125,7 +125,7 @@ static void count_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops count_ops = { CAIRN_BDEV_OPS_VERSION, "count", count_read,
-						  count_close };
+						  count_close, NULL };
 
 static struct count_bdev *count_wrap(struct cairn_bdev *below)
 {

@@ -433,6 +433,105 @@ static void test_prefetch_ranges(void **state)
 	rig_close(&r);
 }
 
+/* A device that says it holds some 64 KiB segments (as a disk cache would) and
+ * counts the requests that mix held and other segments. */
+struct holder_bdev {
+	struct cairn_bdev base;
+	uint64_t held_mask;  /* bit i: segment i is held */
+	int requests, mixed;
+	pthread_mutex_t lock;
+};
+
+static int holder_is_held(const struct holder_bdev *h, uint64_t idx)
+{
+	return idx < 64 && (h->held_mask >> idx & 1);
+}
+
+static ssize_t holder_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct holder_bdev *h = (struct holder_bdev *)dev;
+	int kind = holder_is_held(h, off / 65536), mixed = 0;
+
+	for (uint64_t i = off / 65536 + 1; i <= (off + len - 1) / 65536; i++)
+		mixed |= holder_is_held(h, i) != kind;
+	pthread_mutex_lock(&h->lock);
+	h->requests++;
+	h->mixed += mixed;
+	pthread_mutex_unlock(&h->lock);
+	return cairn_bdev_read(dev->below, buf, len, off);
+}
+
+static int holder_held(struct cairn_bdev *dev, uint64_t off, uint64_t len)
+{
+	struct holder_bdev *h = (struct holder_bdev *)dev;
+
+	for (uint64_t i = off / 65536; i <= (off + len - 1) / 65536; i++)
+		if (!holder_is_held(h, i))
+			return 0;
+	return 1;
+}
+
+static void holder_close(struct cairn_bdev *dev)
+{
+	struct holder_bdev *h = (struct holder_bdev *)dev;
+
+	cairn_bdev_close(dev->below);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+static const struct cairn_bdev_ops holder_ops = { CAIRN_BDEV_OPS_VERSION, "holder", holder_read,
+						   holder_close, holder_held };
+
+/* Over a device that tells what it holds, a prefetch run is all held segments
+ * or all others, gaps included: mixed, the held ones would wait for the slow
+ * ones, and a disk cache would send the server a request per stretch it lacks. */
+static void test_prefetch_ranges_held(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct holder_bdev *h = calloc(1, sizeof(*h));
+	size_t size = 4u << 20;
+	unsigned char *src = make_source(size, 11), *buf = malloc(65536);
+	struct cairn_range want[] = {
+		{ 0, 2 * 65536 },         /* held 0, 1 ... */
+		{ 2 * 65536, 4096 },      /* ... 2 not: a run of its own */
+		{ 10 * 65536, 4096 },     /* held 10, gap 11 not held, held 12: */
+		{ 12 * 65536, 4096 },     /* apart (the gap would be a server request) */
+		{ 20 * 65536, 4096 },     /* not held 20, gap 21 held, not held 22: */
+		{ 22 * 65536, 4096 },     /* apart (the disk cache would split it) */
+		{ 30 * 65536, 4096 },     /* held 30, gap 31 held, held 32: one run */
+		{ 32 * 65536, 4096 },
+	};
+	struct cairn_bdev *mem;
+	struct cairn_cache *c;
+
+	assert_non_null(h);
+	assert_non_null(src);
+	assert_non_null(buf);
+	pthread_mutex_init(&h->lock, NULL);
+	h->held_mask = 1ull << 0 | 1ull << 1 | 1ull << 10 | 1ull << 12 | 1ull << 21 | 1ull << 30 |
+		       1ull << 31 | 1ull << 32;
+	assert_int_equal(cairn_bdev_mem_new(src, size, 0, &mem), 0);
+	assert_int_equal(cairn_bdev_init(&h->base, &holder_ops, mem, size), 0);
+	assert_int_equal(cairn_bdev_held(&h->base, 0, 2 * 65536), 1);
+	assert_int_equal(cairn_bdev_held(&h->base, 65536, 2 * 65536), 0);
+	assert_int_equal(cairn_cache_new(&h->base, &cfg, &c), 0);
+	assert_int_equal(cairn_cache_prefetch_ranges(c, want, sizeof(want) / sizeof(want[0])),
+			 (2 + 1 + 2 + 2 + 3) * 65536);
+	cairn_cache_drain(c);
+	assert_int_equal(h->mixed, 0);
+	assert_int_equal(h->requests, 7); /* 0-1, 2, 10, 12, 20, 22, 30-32 */
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		uint64_t off = want[i].off & ~(uint64_t)65535;
+
+		assert_int_equal(cairn_cache_read(c, buf, 65536, off, NULL), 65536);
+		assert_memory_equal(buf, src + off, 65536);
+	}
+	cairn_cache_free(c);
+	free(buf);
+	free(src);
+}
+
 /* A device whose first request waits (up to 10 s) for a second one to start,
  * and which records how many were ever in flight at once. */
 struct meet_bdev {
@@ -477,7 +576,7 @@ static void meet_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops meet_ops = { CAIRN_BDEV_OPS_VERSION, "meet", meet_read,
-						 meet_close };
+						 meet_close, NULL };
 
 /* A read that is not segment-aligned is max_io plus a piece: two requests, and
  * both go out together (a remote device pays one round trip, not two). */
@@ -543,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_claims),
 		cmocka_unit_test(test_delivered),
 		cmocka_unit_test(test_prefetch_ranges),
+		cmocka_unit_test(test_prefetch_ranges_held),
 		cmocka_unit_test(test_split_read_in_parallel),
 		cmocka_unit_test(test_bad_config),
 	};

@@ -130,6 +130,51 @@ static void test_reads_and_offline(void **state)
 	cairn_bdev_close(d);
 }
 
+/* held: the chunks whose files are here, whatever the device below says. */
+static void test_held(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_bdev *d = open_dc(fx, 0);
+
+	assert_int_equal(cairn_bdev_held(d, 0, 3 * CHUNK), 0);
+	assert_int_equal(cairn_bdev_held(fx->fault, 0, CHUNK), -ENOTSUP); /* mem cannot tell */
+	check_read(d, fx->src, 3 * CHUNK, 0);
+	check_read(d, fx->src, 10, SZ - 10); /* the short last chunk */
+	assert_int_equal(cairn_bdev_held(d, 0, 3 * CHUNK), 1);
+	assert_int_equal(cairn_bdev_held(d, CHUNK + 5, 10), 1);
+	assert_int_equal(cairn_bdev_held(d, 2 * CHUNK, 2 * CHUNK), 0);
+	assert_int_equal(cairn_bdev_held(d, SZ - 10, 100), 1); /* clipped to the device */
+	cairn_bdev_close(d);
+	d = open_dc(fx, 0); /* a remount sees the same */
+	assert_int_equal(cairn_bdev_held(d, 0, 3 * CHUNK), 1);
+	cairn_bdev_close(d);
+}
+
+/* A read that lacks several stretches of chunks asks the device below once,
+ * from the first missing chunk to the last (the chunks it has in between come
+ * again: bytes cost less than a round trip to a server each). */
+static void test_one_request_per_read(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_diskcache_config cfg = { .dir = fx->dir, .key = "img-1", .chunk_bytes = CHUNK };
+	struct cairn_bdev_counters c;
+	struct cairn_bdev *m, *st, *d;
+
+	assert_int_equal(cairn_bdev_mem_new(fx->src, SZ, 0, &m), 0);
+	assert_int_equal(cairn_bdev_stats_new(m, &st), 0);
+	assert_int_equal(cairn_bdev_diskcache_new(st, &cfg, &d), 0);
+	check_read(d, fx->src, CHUNK, CHUNK);     /* chunks 1 and 3 on disk */
+	check_read(d, fx->src, CHUNK, 3 * CHUNK);
+	check_read(d, fx->src, 5 * CHUNK - 9, 4); /* 0, 2, 4 missing */
+	assert_int_equal(cairn_bdev_get_stats(st, &c), 0);
+	assert_int_equal(c.requests, 3);
+	assert_int_equal(cairn_bdev_held(d, 0, 5 * CHUNK), 1);
+	check_read(d, fx->src, 3 * CHUNK, 6 * CHUNK); /* one missing stretch: one request */
+	assert_int_equal(cairn_bdev_get_stats(st, &c), 0);
+	assert_int_equal(c.requests, 4);
+	cairn_bdev_close(d);
+}
+
 static void stale_usage(const char *dir, uint64_t v)
 {
 	char p[256];
@@ -353,6 +398,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_reads_and_offline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_request_per_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_side_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),

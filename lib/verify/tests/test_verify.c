@@ -491,7 +491,7 @@ static void gate_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops gate_ops = { CAIRN_BDEV_OPS_VERSION, "gate", gate_read,
-						 gate_close };
+						 gate_close, NULL };
 
 /* An empty cache (nothing read at open, unlike an image's) over `bytes`:
  * mem -> stats -> gate -> verify -> cache, with o's cache options. */
