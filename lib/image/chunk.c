@@ -56,9 +56,8 @@ int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_r
 	unsigned long long n = idx;
 	int rc;
 
-	if (idx >= img->chunk_count)
-		return cairn_image_corrupt(img, "chunk %llu past the chunk table", n);
-	rc = cairn_image_meta_read(img, &d, sizeof(d), img->chunk_off + idx * CAIRN_CHUNK_SIZE);
+	rc = cairn_image_rec_read(img, "chunk", img->chunk_off, img->chunk_count, idx, &d,
+				  CAIRN_CHUNK_SIZE);
 	if (!rc)
 		rc = cairn_image_chunk_rec(img, "chunk", idx, &d, img->chunk_size, c);
 	if (rc || c->codec == CAIRN_CODEC_ZERO)

@@ -19,9 +19,8 @@ int cairn_image_extent_load(struct cairn_image *img, uint64_t idx, const struct 
 	unsigned long long n = idx;
 	int rc;
 
-	if (idx >= img->extent_count)
-		return cairn_image_corrupt(img, "extent %llu past the extent table", n);
-	rc = cairn_image_meta_read(img, &d, sizeof(d), img->extent_off + idx * CAIRN_EXTENT_SIZE);
+	rc = cairn_image_rec_read(img, "extent", img->extent_off, img->extent_count, idx, &d,
+				  CAIRN_EXTENT_SIZE);
 	if (rc)
 		return rc;
 	x->file_off = cairn_le64(d.file_off);

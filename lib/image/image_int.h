@@ -107,6 +107,12 @@ int cairn_image_meta_fetch(struct cairn_image *img, void *buf, size_t len, uint6
 /* Reads [off, off+len) of the metadata region, verifying each block's checksum on
  * first use. Out-of-region ranges are corruption. */
 int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64_t off);
+/* Reads record idx (of `size` bytes) of a fixed-size record table at table_off
+ * holding count records, as it is on disk: the one bounds check every table
+ * shares, so an index from a hostile record is corruption ("<what> N past the
+ * <what> table"), never a read elsewhere. */
+int cairn_image_rec_read(struct cairn_image *img, const char *what, uint64_t table_off,
+			 uint64_t count, uint64_t idx, void *rec, size_t size);
 /* Reads len bytes at a device offset through the cache, exactly. */
 int cairn_image_dev_read(struct cairn_image *img, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint);

@@ -111,6 +111,15 @@ int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64
 	return cairn_image_meta_fetch(img, buf, len, off);
 }
 
+int cairn_image_rec_read(struct cairn_image *img, const char *what, uint64_t table_off,
+			 uint64_t count, uint64_t idx, void *rec, size_t size)
+{
+	if (idx >= count)
+		return cairn_image_corrupt(img, "%s %llu past the %s table", what,
+					   (unsigned long long)idx, what);
+	return cairn_image_meta_read(img, rec, size, table_off + idx * size);
+}
+
 int cairn_image_why(char *why, size_t why_len, int err, const char *fmt, ...)
 {
 	va_list ap;
