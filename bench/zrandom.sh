@@ -12,20 +12,14 @@
 set -eu
 build=${1:-build}
 runs=${2:-3}
-cairn=$(realpath "$build/cairn")
+. "$(dirname "$0")/lib.sh"
+bench_cairn zrandom "$build"
 src=${ZRANDOM_FILE:-/usr/lib/jvm/java-17-openjdk-amd64/lib/modules}
 systems=${SYSTEMS:-"cairn cairn-lz4hc cairn-zstd erofs-lz4hc squashfuse-zstd"}
 work=$(mktemp -d /dev/shm/cairn-zrandom.XXXXXX)
 mnt=$work/mnt
-unmount() { # MOUNTPOINT: fusermount3 -u, retried for 5 s (a file just closed
-  # may keep the mount busy a moment)
-  _i=0
-  until fusermount3 -u "$1" 2>/dev/null; do
-    _i=$((_i + 1)); [ $_i -lt 25 ] || { fusermount3 -u "$1"; return 1; }; sleep 0.2
-  done
-}
 cleanup() {
-  mountpoint -q "$mnt" 2>/dev/null && { unmount "$mnt" || umount "$mnt"; }
+  mountpoint -q "$mnt" 2>/dev/null && { bench_unmount "$mnt" || umount "$mnt"; }
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -57,7 +51,7 @@ mount_sys() { # system image
 umount_sys() {
   case $1 in
   erofs*) umount "$mnt" ;;
-  *) unmount "$mnt" ;;
+  *) bench_unmount "$mnt" ;;
   esac
 }
 
@@ -74,8 +68,7 @@ fio_mibs() { # jobs: one fio run, prints MiB/s
       --terse-version=3 2>/dev/null | awk -F';' '{ printf "%.1f\n", $7 / 1024 }'
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)];
-  printf "%s (%s-%s)", m, v[1], v[NR] }'; }
+median() { bench_median | awk '{ printf "%s (%s-%s)", $1, $2, $3 }'; } # "m (min-max)"
 
 echo "| system | 1 job MiB/s | 2 jobs MiB/s | daemon peak RSS MiB |"
 echo "|---|---|---|---|"
