@@ -44,6 +44,17 @@ static cairn_ino_t ino_of(struct cairn_image *img, const char *path)
 	return ino;
 }
 
+/* The chunk cache's counters once the read-ahead workers are idle (what they
+ * did is then counted, whatever the scheduling). */
+static struct cairn_chunk_cache_stats drained_stats(struct cairn_image *img)
+{
+	struct cairn_chunk_cache_stats st;
+
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	return st;
+}
+
 /* The whole file matches hostile_write(len, salt). */
 static void check_file(struct cairn_image *img, const char *path, size_t len, unsigned salt)
 {
@@ -167,8 +178,7 @@ static void test_burst_decompresses_once(void **state)
 	assert_int_equal(st.decompressed_bytes, 5 * 16384);
 	/* Random reads inside chunks queue nothing. */
 	assert_int_equal(cairn_image_read(img, ino, buf, 100, 200000), 100);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 4);
 	assert_int_equal(st.misses, 2);
 	cairn_image_close(img);
@@ -189,14 +199,12 @@ static void test_random_no_readahead(void **state)
 	(void)state;
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 5 * 16384 - 4096),
 			 sizeof(buf));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.misses, 1);
 	assert_int_equal(st.readahead, 0);
 	for (uint64_t off = 5 * 16384; off < 6 * 16384; off += sizeof(buf))
 		assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), off), sizeof(buf));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.misses, 2);
 	assert_int_equal(st.readahead, 1); /* chunk 6, after the sequential run */
 	/* A whole chunk read alone (a push) right after a read that ended at its
@@ -205,13 +213,11 @@ static void test_random_no_readahead(void **state)
 			 sizeof(buf));
 	assert_int_equal(cairn_image_read_flags(img, ino, big, sizeof(big), 8 * 16384,
 						CAIRN_READ_ALONE), sizeof(big));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 1);
 	/* A chunk or more read anywhere is a window of a stream: read ahead. */
 	assert_int_equal(cairn_image_read(img, ino, big, sizeof(big), 12 * 16384), sizeof(big));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 2);
 	cairn_image_close(img);
 	free(b.buf);
@@ -271,8 +277,7 @@ static void test_readahead_skips_delivered(void **state)
 	cairn_image_chunk_drain(img); /* chunk 1 read ahead */
 	cairn_image_delivered(img, ino, 16384, 16384);
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 0), sizeof(buf));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.dropped, 1);
 	assert_int_equal(st.readahead, 1); /* not chunk 1 again */
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 16384), sizeof(buf));
@@ -297,8 +302,7 @@ static void test_prefetch_hot_decompresses(void **state)
 	img = open_buf(&b);
 	assert_true(cairn_image_hot_bytes(img) > 0);
 	cairn_image_prefetch_hot(img);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 20);
 	assert_int_equal(st.misses, 0);
 	check_file(img, "/big", 300 * 1024, 2);
@@ -311,8 +315,7 @@ static void test_prefetch_hot_decompresses(void **state)
 	img = open_buf(&b);
 	cairn_image_set_chunk_cache(img, 64 << 10);
 	cairn_image_prefetch_hot(img);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 3); /* 48 KiB of 64 */
 	assert_int_equal(st.evictions, 0);
 	check_file(img, "/big", 300 * 1024, 2);
@@ -326,8 +329,7 @@ static void test_prefetch_hot_decompresses(void **state)
 				    "/big 200000 4096\n/dir/mid\n/big 0 4096\n");
 	img = open_buf(&b);
 	cairn_image_prefetch_hot(img);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 3);
 	{
 		char buf[4096];
