@@ -655,6 +655,47 @@ static ssize_t passthrough_read(struct cairn_cache *c, void *buf, size_t len, ui
 	return n;
 }
 
+/* The fast path: copies the ready segments of [off, end) from the first on, and
+ * returns the index of the first that is not ready (past the last: all hits). */
+static uint64_t read_hits(struct cairn_cache *c, void *buf, uint64_t off, uint64_t end,
+			  int *ra_touch)
+{
+	uint64_t idx, last = (end - 1) >> c->seg_shift;
+
+	for (idx = off >> c->seg_shift; idx <= last; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		struct seg *s;
+
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (!s || s->state != SEG_READY) {
+			pthread_mutex_unlock(&sh->lock);
+			break;
+		}
+		*ra_touch |= note_hit(sh, s);
+		seg_copy(c, s, buf, off, end);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return idx;
+}
+
+ssize_t cairn_cache_read_cached(struct cairn_cache *c, void *buf, size_t len, uint64_t off)
+{
+	int ra_touch = 0;
+
+	if (off >= c->dev_size || len == 0)
+		return 0;
+	if (c->passthrough)
+		return -EAGAIN;
+	if (len > c->dev_size - off)
+		len = (size_t)(c->dev_size - off);
+	/* No stream is consulted: such a read is nobody's stream (it copies what
+	 * another read fetched), so it must not start readahead. */
+	if (read_hits(c, buf, off, off + len, &ra_touch) <= (off + len - 1) >> c->seg_shift)
+		return -EAGAIN;
+	return (ssize_t)len;
+}
+
 ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint)
 {
@@ -669,21 +710,7 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 		return passthrough_read(c, buf, len, off);
 	end = off + len;
 	last = (end - 1) >> c->seg_shift;
-	/* Fast path: all hits. */
-	for (idx = off >> c->seg_shift; idx <= last; idx++) {
-		struct shard *sh = seg_shard(c, idx);
-		struct seg *s;
-
-		pthread_mutex_lock(&sh->lock);
-		s = seg_lookup(sh, idx);
-		if (!s || s->state != SEG_READY) {
-			pthread_mutex_unlock(&sh->lock);
-			break;
-		}
-		ra_touch |= note_hit(sh, s);
-		seg_copy(c, s, buf, off, end);
-		pthread_mutex_unlock(&sh->lock);
-	}
+	idx = read_hits(c, buf, off, end, &ra_touch);
 	if (idx <= last)
 		return slow_read(c, buf, off, end, idx, hint, ra_touch);
 	if (ra_touch) {
