@@ -295,6 +295,7 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	img->cache = cache;
 	pthread_mutex_init(&img->why_lock, NULL);
 	pthread_mutex_init(&img->dctx_lock, NULL);
+	pthread_mutex_init(&img->stream_lock, NULL);
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
@@ -325,6 +326,7 @@ fail:
 	cairn_image_chunk_fini(img);
 	cairn_image_metaz_fini(img);
 	cairn_zcache_free(img->zc);
+	pthread_mutex_destroy(&img->stream_lock);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free(img);
@@ -340,6 +342,7 @@ void cairn_image_close(struct cairn_image *img)
 	cairn_image_metaz_fini(img);
 	cairn_zcache_free(img->zc);
 	cairn_cache_free(img->cache);
+	pthread_mutex_destroy(&img->stream_lock);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free((void *)img->verified);
