@@ -1,21 +1,24 @@
 #!/bin/sh
-# 4 KiB random reads of a compressed file through the mount (issue 12, "Random
-# reads"; docs/bench/compression.md). fio --rw=randread --bs=4k --ioengine=psync
-# --runtime=5 over the JDK's 128 MiB `modules`, in an image of that file alone,
-# with 1 and 2 jobs, for cairn (uncompressed, lz4hc, zstd), kernel EROFS lz4hc and
-# squashfuse_ll zstd. The images live in /dev/shm (no device cost: this measures
-# the file system, not a disk) and every run gets a fresh mount, so the file
-# system's own caches start cold without dropping the machine's page cache.
-# Prints one markdown row per system: median MiB/s over RUNS runs (min-max), and
-# for cairn the daemon's peak RSS (VmHWM) over the runs.
+# 4 KiB random reads through the mount (issue 12, "Random reads";
+# docs/bench/compression.md, docs/bench/zrandom.md). fio --rw=randread --bs=4k
+# --ioengine=psync --runtime=5 over the JDK's 128 MiB `modules`, in an image of
+# that file alone, with 1 and 2 jobs, for cairn (uncompressed, lz4hc, zstd),
+# kernel EROFS (uncompressed: erofs-plain, and lz4hc) and squashfuse_ll zstd.
+# The images live in /dev/shm (no device cost: this measures the file system,
+# not a disk) and every run gets a fresh mount, so the file system's own caches
+# start cold without dropping the machine's page cache. With BASE=BUILD2 the
+# systems base-cairn, base-cairn-zstd, ... run BUILD2's cairn, for a before and
+# after in one run. Prints one markdown row per system: median MiB/s over RUNS
+# runs (min-max), and for cairn the daemon's peak RSS (VmHWM) over the runs.
 #   bench/zrandom.sh [BUILD] [RUNS]     (root; SYSTEMS="cairn-zstd erofs-lz4hc" to pick)
 set -eu
 build=${1:-build}
 runs=${2:-3}
 . "$(dirname "$0")/lib.sh"
+if [ -n "${BASE:-}" ]; then bench_cairn zrandom "$BASE"; base_cairn=$cairn; fi
 bench_cairn zrandom "$build"
 src=${ZRANDOM_FILE:-/usr/lib/jvm/java-17-openjdk-amd64/lib/modules}
-systems=${SYSTEMS:-"cairn cairn-lz4hc cairn-zstd erofs-lz4hc squashfuse-zstd"}
+systems=${SYSTEMS:-"cairn cairn-lz4hc cairn-zstd erofs-plain erofs-lz4hc squashfuse-zstd"}
 work=$(mktemp -d /dev/shm/cairn-zrandom.XXXXXX)
 mnt=$work/mnt
 cleanup() {
@@ -27,13 +30,18 @@ mkdir -p "$work/src" "$mnt"
 cp "$src" "$work/src/"
 name=$(basename "$src")
 
-image() { # system: builds its image once, prints its path
-  i=$work/$1.img
+tool() { # system: the cairn that serves it
+  case $1 in base-*) echo "$base_cairn" ;; *) echo "$cairn" ;; esac
+}
+
+image() { # system: builds its image once (base-X shares X's), prints its path
+  i=$work/${1#base-}.img
   [ -e "$i" ] && { echo "$i"; return; }
-  case $1 in
+  case ${1#base-} in
   cairn) "$cairn" mkfs -q --no-fsync "$work/src" "$i" ;;
   cairn-lz4hc) "$cairn" mkfs -q --no-fsync -z lz4hc "$work/src" "$i" ;;
   cairn-zstd) "$cairn" mkfs -q --no-fsync -z zstd "$work/src" "$i" ;;
+  erofs-plain) mkfs.erofs --quiet "$i" "$work/src" ;;
   erofs-lz4hc) mkfs.erofs --quiet -zlz4hc "$i" "$work/src" ;;
   squashfuse-zstd) mksquashfs "$work/src" "$i" -comp zstd -no-progress -quiet -noappend ;;
   esac >/dev/null
@@ -42,7 +50,7 @@ image() { # system: builds its image once, prints its path
 
 mount_sys() { # system image
   case $1 in
-  cairn*) "$cairn" mount -o "${CAIRN_OPTS:-noprofile}" "$2" "$mnt" ;;
+  cairn*|base-*) "$(tool "$1")" mount -o "${CAIRN_OPTS:-noprofile}" "$2" "$mnt" ;;
   erofs*) mount -t erofs -o loop,ro "$2" "$mnt" ;;
   squashfuse*) squashfuse_ll "$2" "$mnt" ;;
   esac
@@ -92,6 +100,6 @@ for s in $systems; do
     done
     row="$row | $(median < "$work/bw")"
   done
-  case $s in cairn*) row="$row | $hwm |" ;; *) row="$row | - |" ;; esac
+  case $s in cairn*|base-*) row="$row | $hwm |" ;; *) row="$row | - |" ;; esac
   echo "$row"
 done
