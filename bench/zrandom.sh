@@ -9,7 +9,9 @@
 # start cold without dropping the machine's page cache. With BASE=BUILD2 the
 # systems base-cairn, base-cairn-zstd, ... run BUILD2's cairn, for a before and
 # after in one run. Prints one markdown row per system: median MiB/s over RUNS
-# runs (min-max), and for cairn the daemon's peak RSS (VmHWM) over the runs.
+# runs (min-max), and for cairn the daemon's peak RSS (VmHWM) over the runs and,
+# from its stats, the medians of the 1-job runs' device requests, device MiB and
+# FUSE reads of the file.
 #   bench/zrandom.sh [BUILD] [RUNS]     (root; SYSTEMS="cairn-zstd erofs-lz4hc" to pick)
 set -eu
 build=${1:-build}
@@ -50,7 +52,8 @@ image() { # system: builds its image once (base-X shares X's), prints its path
 
 mount_sys() { # system image
   case $1 in
-  cairn*|base-*) "$(tool "$1")" mount -o "${CAIRN_OPTS:-noprofile}" "$2" "$mnt" ;;
+  cairn*|base-*) rm -f "$work/st"
+    "$(tool "$1")" mount -o "${CAIRN_OPTS:-noprofile},stats=$work/st" "$2" "$mnt" ;;
   erofs*) mount -t erofs -o loop,ro "$2" "$mnt" ;;
   squashfuse*) squashfuse_ll "$2" "$mnt" ;;
   esac
@@ -78,12 +81,18 @@ fio_mibs() { # jobs: one fio run, prints MiB/s
 
 median() { bench_median | awk '{ printf "%s (%s-%s)", $1, $2, $3 }'; } # "m (min-max)"
 
-echo "| system | 1 job MiB/s | 2 jobs MiB/s | daemon peak RSS MiB |"
-echo "|---|---|---|---|"
+stat_of() { # KEY: from the stats the daemon writes at unmount (5 s at most)
+  _i=0; while [ ! -s "$work/st" ] && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
+  awk -v k="$1" '$1 == k { print $2 }' "$work/st"
+}
+
+echo "| system | 1 job MiB/s | 2 jobs MiB/s | daemon peak RSS MiB | 1 job: device requests / MiB / FUSE reads |"
+echo "|---|---|---|---|---|"
 for s in $systems; do
   img=$(image "$s")
   row="| $s"
   hwm=0
+  : > "$work/req"; : > "$work/mib"; : > "$work/frd"
   for jobs in 1 2; do
     : > "$work/bw"
     r=0
@@ -96,10 +105,19 @@ for s in $systems; do
         [ "$h" -gt "$hwm" ] && hwm=$h
       fi
       umount_sys "$s"
+      if [ -n "$p" ] && [ "$jobs" = 1 ]; then
+        stat_of device_requests >> "$work/req"
+        stat_of device_bytes | awk '{ printf "%.1f\n", $1 / 1048576 }' >> "$work/mib"
+        stat_of fuse_image_reads >> "$work/frd"
+      fi
       r=$((r + 1))
     done
     row="$row | $(median < "$work/bw")"
   done
-  case $s in cairn*|base-*) row="$row | $hwm |" ;; *) row="$row | - |" ;; esac
+  case $s in
+  cairn*|base-*) row="$row | $hwm | $(bench_median < "$work/req" | cut -d' ' -f1) / \
+$(bench_median < "$work/mib" | cut -d' ' -f1) / $(bench_median < "$work/frd" | cut -d' ' -f1) |" ;;
+  *) row="$row | - | - |" ;;
+  esac
   echo "$row"
 done
