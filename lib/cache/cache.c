@@ -549,6 +549,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	uint64_t first = off >> c->seg_shift, last = (end - 1) >> c->seg_shift;
 	struct seg_vec own, waits, all, *fetch_list = &own;
 	struct ra_plan plan = { 0 };
+	uint64_t ra_from = (last + 1) << c->seg_shift;
 	int err = 0, miss = 0;
 
 	seg_vec_init(&own);
@@ -604,8 +605,10 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 			err = seg_vec_push(&all, own.v[i]);
 		if (!err && (want_lo >> c->seg_shift) < first)
 			claim_range(c, want_lo >> c->seg_shift, first - 1, &all);
-		if (!err && want_hi > (last + 1) << c->seg_shift)
+		if (!err && want_hi > (last + 1) << c->seg_shift) {
 			claim_range(c, last + 1, (want_hi - 1) >> c->seg_shift, &all);
+			ra_from = want_hi;
+		}
 		if (err) { /* could not list our claims: fetch them as they are */
 			seg_vec_free(&all);
 		} else {
@@ -621,10 +624,12 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 		fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
-	/* Readahead starts past this read's own segments: one that failed its
-	 * check is out of the table by now, and must not be fetched again for it. */
+	/* Readahead starts past this read's own segments and the ones it was
+	 * widened to: one that failed its check (its own on this thread, a
+	 * neighbour on a worker) may be out of the table by now, and must not be
+	 * fetched again for it. */
 	if (!err && plan.ra_hi)
-		start_readahead(c, &plan, (last + 1) << c->seg_shift);
+		start_readahead(c, &plan, ra_from);
 	for (size_t i = 0; i < own.n; i++) {
 		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* a worker may still fetch it */
 
