@@ -25,13 +25,10 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bench/fuse-latency.sh [-r RUNS] [-b BUILD] [-s SYSTEMS]" >&2; exit 2 ;;
   esac
 done
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(dirname "$here")
-case "$build" in /*) ;; *) build="$repo/$build" ;; esac
-cairn="$build/cairn"
+. "$(dirname "$0")/lib.sh"
+bench_cairn fuse-latency "$build"
 imgs=${MILLION_IMGS:-/var/tmp/cairn-bench-trees/million}
 [ "$(id -u)" -eq 0 ] || { echo "fuse-latency: needs root" >&2; exit 1; }
-[ -x "$cairn" ] || { echo "fuse-latency: $cairn missing: run make first" >&2; exit 1; }
 for f in cairn sqfs; do
   [ -s "$imgs/$f.img" ] || { echo "fuse-latency: $imgs/$f.img missing: run bench/million.sh" >&2; exit 1; }
 done
@@ -61,11 +58,7 @@ for r in $(seq "$runs"); do
       squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
       *) echo "fuse-latency: unknown system $s" >&2; exit 2 ;;
     esac
-    i=0
-    while ! mountpoint -q "$mnt"; do
-      i=$((i + 1)); [ $i -lt 500 ] || { echo "fuse-latency: $s did not mount" >&2; exit 1; }
-      sleep 0.02
-    done
+    bench_wait_mount "fuse-latency: $s" "$mnt"
     conn=$(stat -c %d "$mnt") # the tracepoints' connection id: only this mount's requests
     t0=$(date +%s%N)
     perf record -q -a -e fuse:fuse_request_send -e fuse:fuse_request_end -o "$work/perf.data" -- \

@@ -41,11 +41,8 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
 done
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(dirname "$here")
-case "$build" in /*) ;; *) build="$repo/$build" ;; esac
-cairn="$build/cairn"
-[ -x "$cairn" ] || { echo "million: $cairn missing: run make first" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+bench_cairn million "$build"
 [ "$(id -u)" -eq 0 ] || { echo "million: needs root (mounts, drop_caches)" >&2; exit 1; }
 
 cache=/var/tmp/cairn-bench-trees
@@ -112,14 +109,6 @@ trap 'exit 1' INT TERM
 for f in "$imgs"/*.img; do cp "$f" "$work/"; done
 ls -l "$work"/*.img | awk '{ printf "million: %s %.1f MiB\n", $NF, $5 / 1048576 }' >&2
 
-wait_mount() {
-  i=0
-  while ! mountpoint -q "$mnt"; do
-    i=$((i + 1))
-    [ $i -lt 500 ] || { echo "million: $1 did not mount" >&2; exit 1; }
-    sleep 0.02
-  done
-}
 mount_sys() {
   case "$1" in
     cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
@@ -128,7 +117,7 @@ mount_sys() {
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
   esac
-  wait_mount "$1"
+  bench_wait_mount "million: $1" "$mnt"
 }
 # cpu_ms: the FUSE daemon's CPU time (user + sys, all its threads, in clock
 # ticks from /proc) right after the walk; a steadier figure than wall time on a

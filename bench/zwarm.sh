@@ -9,21 +9,15 @@
 set -eu
 build=${1:-build}
 runs=${2:-7}
-cairn=$(realpath "$build/cairn")
+. "$(dirname "$0")/lib.sh"
+bench_cairn zwarm "$build"
 jdk=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
 here=$(dirname "$(realpath "$0")")
 work=$(mktemp -d /dev/shm/cairn-zwarm.XXXXXX)
 codecs="zstd lz4hc"
-unmount() { # MOUNTPOINT: fusermount3 -u, retried for 5 s (a file just closed
-  # may keep the mount busy a moment)
-  _i=0
-  until fusermount3 -u "$1" 2>/dev/null; do
-    _i=$((_i + 1)); [ $_i -lt 25 ] || { fusermount3 -u "$1"; return 1; }; sleep 0.2
-  done
-}
 cleanup() {
   for c in $codecs; do
-    mountpoint -q "$work/m-$c" 2>/dev/null && unmount "$work/m-$c"
+    mountpoint -q "$work/m-$c" 2>/dev/null && bench_unmount "$work/m-$c"
   done
   rm -rf "$work"
 }
@@ -35,7 +29,6 @@ secs() { # JAVA_HOME: one Hello, prints its wall time in seconds
   t0=$(date +%s.%N); "$1/bin/java" -cp "$work/cls" Hello >/dev/null; t1=$(date +%s.%N)
   echo "$t1 $t0" | awk '{ printf "%.3f\n", $1 - $2 }'
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { printf "%s %s %s", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 
 for c in $codecs; do
   "$cairn" mkfs -q --no-fsync -z "$c" "$jdk" "$work/$c.cairn"
@@ -50,15 +43,15 @@ while [ $i -lt "$runs" ]; do
   for c in $codecs; do secs "$work/m-$c" >> "$work/t-$c"; done
   i=$((i + 1))
 done
-set -- $(median < "$work/t-plain")
+set -- $(bench_median < "$work/t-plain")
 plain=$1
 echo "| system | warm s (min-max) | x plain dir | daemon RSS MiB |"
 echo "|---|---|---|---|"
 echo "| plain directory | $1 ($2-$3) | 1.00 | - |"
 for c in $codecs; do
-  unmount "$work/m-$c"
+  bench_unmount "$work/m-$c"
   i=0; while [ ! -s "$work/st-$c" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
   rss=$(awk '$1 == "rss_kb" { printf "%.1f", $2 / 1024 }' "$work/st-$c")
-  set -- $(median < "$work/t-$c")
+  set -- $(bench_median < "$work/t-$c")
   echo "| cairn $c | $1 ($2-$3) | $(echo "scale=2; $1 / $plain" | bc | sed 's/^\./0./') | $rss |"
 done

@@ -65,6 +65,11 @@ struct cairn_bdev *cairn_cache_release(struct cairn_cache *c);
 /* Thread-safe. Returns bytes read (short only at the end of the device) or -errno. */
 ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint);
+/* cairn_cache_read() of bytes already cached only: -EAGAIN (no device request,
+ * nothing claimed, no readahead) when a segment of [off, off+len) is not there.
+ * For a copy of what another read fetched (the rest of a segment pushed into a
+ * kernel page cache), which is worth making only while it is cached. */
+ssize_t cairn_cache_read_cached(struct cairn_cache *c, void *buf, size_t len, uint64_t off);
 /* Start reading [off, off+len) in large background requests; returns at once. */
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
 /* Hand the cache bytes [off, off+len) of the device that the caller already

@@ -92,8 +92,9 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
  * is not taken as its continuation (the rest of a chunk, copied elsewhere). */
 #define CAIRN_READ_ALONE 1u
 /* Compressed files: only from chunks decompressed already (in the chunk cache);
- * a read that needs another gives -EAGAIN and loads nothing. Raw and zero
- * chunks and uncompressed files are read as usual. */
+ * a read that needs another gives -EAGAIN and loads nothing. Uncompressed files
+ * stored in one piece: only from segments in the segment cache, the same way.
+ * Raw and zero chunks and files mapped by extents are read as usual. */
 #define CAIRN_READ_CACHED 2u
 /* cairn_image_read() with CAIRN_READ_* flags. */
 ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
@@ -105,14 +106,22 @@ ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *b
  * cache's budget). Metadata is never dropped so, nor hot data being prefetched. */
 void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
 			   uint64_t len);
-/* The byte range [lo, hi) of regular file ino that one decompression at off
- * yields: the compressed chunk holding off (for a tail packed in a fragment,
- * the whole tail). A reader that got part of it may want the rest cached
- * upstream while it is decompressed (the FUSE daemon pushes it into the page
- * cache). -ENOENT when the file is not compressed or that chunk is stored raw or
- * is a hole, -ENXIO at or past the end. */
+/* The byte range [lo, hi) of regular file ino that one decompression or one
+ * segment fetch at off yields: the compressed chunk holding off (for a tail
+ * packed in a fragment, the whole tail), or for an uncompressed file stored in
+ * one piece the cache segment holding off, clipped to the file. A reader that
+ * got part of it may want the rest cached upstream while it is cached here (the
+ * FUSE daemon pushes it into the page cache). -ENOENT when that chunk is stored
+ * raw or is a hole, or the file is inline or mapped by extents; -ENXIO at or
+ * past the end. */
 int cairn_image_chunk_span(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t *lo,
 			   uint64_t *hi);
+/* 1 when a read [off, off+len) of regular file ino would be a random reader's:
+ * shorter than a chunk (a segment, uncompressed), not at the start of the file
+ * and not where one of the file's last reads ended (the detector that also
+ * keeps compressed read-ahead to streams); else 0. Reads made with
+ * CAIRN_READ_ALONE are not counted as reads of the file. */
+int cairn_image_read_random(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t len);
 /* SEEK_DATA / SEEK_HOLE over a regular file, as lseek(2): the first data byte at
  * or after off, or the first hole byte (end of file counts as a hole). -ENXIO
  * when off is at or past the end (or no data follows, for SEEK_DATA). */

@@ -141,6 +141,9 @@ int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, v
  * -ENOENT for anything else. */
 int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t *lo,
 			uint64_t *hi);
+/* cairn_image_read_random() of a node that is an image file (not copied up); 0
+ * for anything else. */
+int cairn_ns_read_random(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len);
 /* With CAIRN_NS_USE_ONCE: bytes [off, off+len) of node, read by cairn_ns_read(),
  * were handed to a reader that keeps them (as cairn_ns_read_iov's fn is): the
  * image's caches may drop them (cairn_image_delivered). Otherwise a no-op. */

@@ -549,6 +549,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	uint64_t first = off >> c->seg_shift, last = (end - 1) >> c->seg_shift;
 	struct seg_vec own, waits, all, *fetch_list = &own;
 	struct ra_plan plan = { 0 };
+	uint64_t ra_from = (last + 1) << c->seg_shift;
 	int err = 0, miss = 0;
 
 	seg_vec_init(&own);
@@ -604,8 +605,10 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 			err = seg_vec_push(&all, own.v[i]);
 		if (!err && (want_lo >> c->seg_shift) < first)
 			claim_range(c, want_lo >> c->seg_shift, first - 1, &all);
-		if (!err && want_hi > (last + 1) << c->seg_shift)
+		if (!err && want_hi > (last + 1) << c->seg_shift) {
 			claim_range(c, last + 1, (want_hi - 1) >> c->seg_shift, &all);
+			ra_from = want_hi;
+		}
 		if (err) { /* could not list our claims: fetch them as they are */
 			seg_vec_free(&all);
 		} else {
@@ -621,10 +624,12 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 		fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
-	/* Readahead starts past this read's own segments: one that failed its
-	 * check is out of the table by now, and must not be fetched again for it. */
+	/* Readahead starts past this read's own segments and the ones it was
+	 * widened to: one that failed its check (its own on this thread, a
+	 * neighbour on a worker) may be out of the table by now, and must not be
+	 * fetched again for it. */
 	if (!err && plan.ra_hi)
-		start_readahead(c, &plan, (last + 1) << c->seg_shift);
+		start_readahead(c, &plan, ra_from);
 	for (size_t i = 0; i < own.n; i++) {
 		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* a worker may still fetch it */
 
@@ -655,6 +660,47 @@ static ssize_t passthrough_read(struct cairn_cache *c, void *buf, size_t len, ui
 	return n;
 }
 
+/* The fast path: copies the ready segments of [off, end) from the first on, and
+ * returns the index of the first that is not ready (past the last: all hits). */
+static uint64_t read_hits(struct cairn_cache *c, void *buf, uint64_t off, uint64_t end,
+			  int *ra_touch)
+{
+	uint64_t idx, last = (end - 1) >> c->seg_shift;
+
+	for (idx = off >> c->seg_shift; idx <= last; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		struct seg *s;
+
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (!s || s->state != SEG_READY) {
+			pthread_mutex_unlock(&sh->lock);
+			break;
+		}
+		*ra_touch |= note_hit(sh, s);
+		seg_copy(c, s, buf, off, end);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return idx;
+}
+
+ssize_t cairn_cache_read_cached(struct cairn_cache *c, void *buf, size_t len, uint64_t off)
+{
+	int ra_touch = 0;
+
+	if (off >= c->dev_size || len == 0)
+		return 0;
+	if (c->passthrough)
+		return -EAGAIN;
+	if (len > c->dev_size - off)
+		len = (size_t)(c->dev_size - off);
+	/* No stream is consulted: such a read is nobody's stream (it copies what
+	 * another read fetched), so it must not start readahead. */
+	if (read_hits(c, buf, off, off + len, &ra_touch) <= (off + len - 1) >> c->seg_shift)
+		return -EAGAIN;
+	return (ssize_t)len;
+}
+
 ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint)
 {
@@ -669,21 +715,7 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 		return passthrough_read(c, buf, len, off);
 	end = off + len;
 	last = (end - 1) >> c->seg_shift;
-	/* Fast path: all hits. */
-	for (idx = off >> c->seg_shift; idx <= last; idx++) {
-		struct shard *sh = seg_shard(c, idx);
-		struct seg *s;
-
-		pthread_mutex_lock(&sh->lock);
-		s = seg_lookup(sh, idx);
-		if (!s || s->state != SEG_READY) {
-			pthread_mutex_unlock(&sh->lock);
-			break;
-		}
-		ra_touch |= note_hit(sh, s);
-		seg_copy(c, s, buf, off, end);
-		pthread_mutex_unlock(&sh->lock);
-	}
+	idx = read_hits(c, buf, off, end, &ra_touch);
 	if (idx <= last)
 		return slow_read(c, buf, off, end, idx, hint, ra_touch);
 	if (ra_touch) {

@@ -56,9 +56,8 @@ int cairn_image_chunk_load(struct cairn_image *img, uint64_t idx, struct cairn_r
 	unsigned long long n = idx;
 	int rc;
 
-	if (idx >= img->chunk_count)
-		return cairn_image_corrupt(img, "chunk %llu past the chunk table", n);
-	rc = cairn_image_meta_read(img, &d, sizeof(d), img->chunk_off + idx * CAIRN_CHUNK_SIZE);
+	rc = cairn_image_rec_read(img, "chunk", img->chunk_off, img->chunk_count, idx, &d,
+				  CAIRN_CHUNK_SIZE);
 	if (!rc)
 		rc = cairn_image_chunk_rec(img, "chunk", idx, &d, img->chunk_size, c);
 	if (rc || c->codec == CAIRN_CODEC_ZERO)
@@ -256,10 +255,9 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
  * the worker threads, which decompress them into the chunk cache while the
  * reader returns its data. A full queue drops the request; a chunk cached or
  * being loaded already is skipped. A read is sequential when it is a chunk
- * long or more, starts the file, or starts where one of the last STREAMS reads
- * of the file ended (several streams of one file may interleave: the program's
- * reads and a push). A random reader's read that happens to end at a chunk's
- * end gets no read-ahead: for 4 KiB random reads of a 128 MiB file, that
+ * long or more, starts the file, or starts where one of the last reads of the
+ * file ended (cairn_image_stream_follows). A random reader's read that happens
+ * to end at a chunk's end gets no read-ahead: for 4 KiB random reads of a 128 MiB file, that
  * read-ahead decompressed 4.3x the file. A read made with CAIRN_READ_ALONE (the
  * FUSE daemon pushing the rest of a chunk into the page cache) neither reads
  * ahead nor counts as the end of a stream.
@@ -281,7 +279,6 @@ static void file_hint(struct cairn_image *img, const struct cairn_rinode *r,
 #define AHEAD_THREADS_MAX 4
 #define HOT_LIST_MAX 65536u       /* 1 MiB of list, 8 GiB of 128 KiB chunks */
 #define HOT_STOP_CHECK 4096u      /* records between looks at the stop flag */
-#define STREAMS 16
 
 struct zahead_item {
 	uint64_t idx;
@@ -308,27 +305,7 @@ struct cairn_zahead {
 	uint64_t hot_budget;      /* bytes the list may decompress */
 	struct hot_rec *hot;      /* sorted by disk_off */
 	size_t hot_n, hot_pos;
-	struct { uint64_t ino, end; } stream[STREAMS]; /* the last reads' ends, a ring */
-	unsigned nstream;
 };
-
-/* Is the read [off, off + len) of ino sequential? Remembers where it ends. */
-static int ahead_sequential(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t len)
-{
-	struct cairn_zahead *a = img->ahead;
-	int seq = off == 0;
-
-	if (!a)
-		return seq;
-	pthread_mutex_lock(&a->lock);
-	for (unsigned i = 0; i < STREAMS && !seq; i++)
-		seq = a->stream[i].ino == ino && a->stream[i].end == off;
-	a->stream[a->nstream % STREAMS].ino = ino;
-	a->stream[a->nstream % STREAMS].end = off + len;
-	a->nstream++;
-	pthread_mutex_unlock(&a->lock);
-	return seq;
-}
 
 static int load_chunk(void *ctx, uint64_t key, void *buf, size_t len);
 
@@ -677,7 +654,7 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 	/* A read of a chunk or more is a window of a stream (the kernel's
 	 * read-ahead, a push of a hot range) wherever it starts. */
 	int seq = !(flags & CAIRN_READ_ALONE) &&
-		  (ahead_sequential(img, ino, off, len) || len >= img->chunk_size);
+		  (cairn_image_stream_follows(img, ino, off, len, 1) || len >= img->chunk_size);
 	int rc = walk_pieces(img, r, off, off + len, read_one, &x);
 
 	if (!rc && seq && x.last_start != ~(uint64_t)0) /* ended at the end of an own chunk */

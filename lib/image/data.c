@@ -19,9 +19,8 @@ int cairn_image_extent_load(struct cairn_image *img, uint64_t idx, const struct 
 	unsigned long long n = idx;
 	int rc;
 
-	if (idx >= img->extent_count)
-		return cairn_image_corrupt(img, "extent %llu past the extent table", n);
-	rc = cairn_image_meta_read(img, &d, sizeof(d), img->extent_off + idx * CAIRN_EXTENT_SIZE);
+	rc = cairn_image_rec_read(img, "extent", img->extent_off, img->extent_count, idx, &d,
+				  CAIRN_EXTENT_SIZE);
 	if (rc)
 		return rc;
 	x->file_off = cairn_le64(d.file_off);
@@ -122,11 +121,52 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 	return cairn_image_read_flags(img, ino, buf, len, off, 0);
 }
 
+int cairn_image_stream_follows(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			       uint64_t len, int note)
+{
+	int seq = off == 0;
+
+	pthread_mutex_lock(&img->stream_lock);
+	for (unsigned i = 0; i < CAIRN_IMAGE_STREAMS && !seq; i++)
+		seq = img->stream[i].ino == ino && img->stream[i].end == off;
+	if (note) {
+		img->stream[img->nstream % CAIRN_IMAGE_STREAMS].ino = ino;
+		img->stream[img->nstream % CAIRN_IMAGE_STREAMS].end = off + len;
+		img->nstream++;
+	}
+	pthread_mutex_unlock(&img->stream_lock);
+	return seq;
+}
+
+int cairn_image_read_random(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t len)
+{
+	uint64_t unit = img->chunk_size ? img->chunk_size : cairn_cache_segment_size(img->cache);
+
+	return len < unit && !cairn_image_stream_follows(img, ino, off, len, 0);
+}
+
+/* A file stored in one piece on the device: bytes [off, off+len) through the
+ * segment cache, or with CAIRN_READ_CACHED only from segments it holds (-EAGAIN
+ * otherwise). A read of the program's own (not CAIRN_READ_ALONE) is noted as
+ * the end of a stream of the file, for cairn_image_read_random(). */
+static int read_plain(struct cairn_image *img, cairn_ino_t ino, const struct cairn_rinode *r,
+		      void *buf, size_t len, uint64_t off, unsigned flags)
+{
+	struct cairn_cache_hint hint = { r->data_ref, r->data_ref + r->size };
+	ssize_t n;
+
+	if (!(flags & CAIRN_READ_ALONE))
+		(void)cairn_image_stream_follows(img, ino, off, len, 1);
+	if (!(flags & CAIRN_READ_CACHED))
+		return cairn_image_dev_read(img, buf, len, r->data_ref + off, &hint);
+	n = cairn_cache_read_cached(img->cache, buf, len, r->data_ref + off);
+	return n < 0 ? (int)n : n == (ssize_t)len ? 0 : -EIO;
+}
+
 ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			       uint64_t off, unsigned flags)
 {
 	struct cairn_rinode r;
-	struct cairn_cache_hint hint;
 	int rc = load_regular(img, ino, &r);
 
 	if (rc)
@@ -143,11 +183,8 @@ ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *b
 		rc = cairn_image_read_chunked(img, ino, &r, buf, len, off, flags);
 	else if (r.flags & CAIRN_IF_EXTENTS)
 		return read_extents(img, ino, &r, buf, len, off);
-	else {
-		hint.lo = r.data_ref;
-		hint.hi = r.data_ref + r.size;
-		rc = cairn_image_dev_read(img, buf, len, r.data_ref + off, &hint);
-	}
+	else
+		rc = read_plain(img, ino, &r, buf, len, off, flags);
 	return rc ? rc : (ssize_t)len;
 }
 
@@ -324,6 +361,24 @@ void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 	(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
 }
 
+/* A file in one piece: the cache segment holding its byte off (a miss there
+ * fetched all of it), clipped to the file, in file offsets. */
+static int plain_span(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+		      uint64_t *lo, uint64_t *hi)
+{
+	uint64_t seg = cairn_cache_segment_size(img->cache);
+	uint64_t d, s_lo, s_hi;
+
+	if (off >= r->size)
+		return -ENXIO;
+	d = r->data_ref + off;
+	s_lo = d & ~(seg - 1);
+	s_hi = s_lo + seg;
+	*lo = s_lo > r->data_ref ? s_lo - r->data_ref : 0;
+	*hi = s_hi - r->data_ref < r->size ? s_hi - r->data_ref : r->size;
+	return 0;
+}
+
 int cairn_image_chunk_span(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t *lo,
 			   uint64_t *hi)
 {
@@ -332,9 +387,11 @@ int cairn_image_chunk_span(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 
 	if (rc)
 		return rc;
-	if (!(r.flags & CAIRN_IF_CHUNKED))
+	if (r.flags & CAIRN_IF_CHUNKED)
+		return cairn_image_chunked_span(img, &r, off, lo, hi);
+	if (r.flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS))
 		return -ENOENT;
-	return cairn_image_chunked_span(img, &r, off, lo, hi);
+	return plain_span(img, &r, off, lo, hi);
 }
 
 uint64_t cairn_image_hot_bytes(const struct cairn_image *img)

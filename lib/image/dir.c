@@ -70,10 +70,8 @@ int cairn_image_dirent_load(struct cairn_image *img, uint64_t idx, struct cairn_
 	char name[CAIRN_NAME_MAX];
 	int rc;
 
-	if (idx >= img->dirent_count)
-		return cairn_image_corrupt(img, "dirent %llu past the dirent table",
-					   (unsigned long long)idx);
-	rc = cairn_image_meta_read(img, &d, sizeof(d), img->dirent_off + idx * CAIRN_DIRENT_SIZE);
+	rc = cairn_image_rec_read(img, "dirent", img->dirent_off, img->dirent_count, idx, &d,
+				  CAIRN_DIRENT_SIZE);
 	if (!rc)
 		rc = dirent_decode(img, idx, &d, e);
 	if (!rc)

@@ -23,6 +23,7 @@
 #include <cairn/image.h>
 
 #define CAIRN_DCTX_POOL 8
+#define CAIRN_IMAGE_STREAMS 16
 
 /* The superblock fields in host byte order, already checked for bounds. */
 struct cairn_image {
@@ -61,6 +62,11 @@ struct cairn_image {
 	struct cairn_disk_chunk *_Atomic mz_index; /* owned; NULL until first needed */
 	struct cairn_zcache *mzc;        /* owned: decompressed metadata blocks */
 	struct cairn_profile *profile;   /* owned; NULL unless one was loaded (profile.c) */
+	/* Where the last reads of regular files ended, a ring under stream_lock:
+	 * the image's one detector of sequential against random reads (data.c). */
+	pthread_mutex_t stream_lock;
+	struct { uint64_t ino, end; } stream[CAIRN_IMAGE_STREAMS];
+	unsigned nstream;
 	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
 };
 
@@ -107,6 +113,18 @@ int cairn_image_meta_fetch(struct cairn_image *img, void *buf, size_t len, uint6
 /* Reads [off, off+len) of the metadata region, verifying each block's checksum on
  * first use. Out-of-region ranges are corruption. */
 int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64_t off);
+/* Reads record idx (of `size` bytes) of a fixed-size record table at table_off
+ * holding count records, as it is on disk: the one bounds check every table
+ * shares, so an index from a hostile record is corruption ("<what> N past the
+ * <what> table"), never a read elsewhere. */
+int cairn_image_rec_read(struct cairn_image *img, const char *what, uint64_t table_off,
+			 uint64_t count, uint64_t idx, void *rec, size_t size);
+/* Is a read [off, off+len) of ino part of a stream: it starts the file, or
+ * where one of the last CAIRN_IMAGE_STREAMS reads of the file ended (several
+ * streams of one file may interleave: the program's reads and a push)? With
+ * `note`, remembers where it ends (data.c). */
+int cairn_image_stream_follows(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			       uint64_t len, int note);
 /* Reads len bytes at a device offset through the cache, exactly. */
 int cairn_image_dev_read(struct cairn_image *img, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint);

@@ -111,6 +111,15 @@ int cairn_image_meta_read(struct cairn_image *img, void *buf, size_t len, uint64
 	return cairn_image_meta_fetch(img, buf, len, off);
 }
 
+int cairn_image_rec_read(struct cairn_image *img, const char *what, uint64_t table_off,
+			 uint64_t count, uint64_t idx, void *rec, size_t size)
+{
+	if (idx >= count)
+		return cairn_image_corrupt(img, "%s %llu past the %s table", what,
+					   (unsigned long long)idx, what);
+	return cairn_image_meta_read(img, rec, size, table_off + idx * size);
+}
+
 int cairn_image_why(char *why, size_t why_len, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -289,6 +298,7 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	img->cache = cache;
 	pthread_mutex_init(&img->why_lock, NULL);
 	pthread_mutex_init(&img->dctx_lock, NULL);
+	pthread_mutex_init(&img->stream_lock, NULL);
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
@@ -319,6 +329,7 @@ fail:
 	cairn_image_chunk_fini(img);
 	cairn_image_metaz_fini(img);
 	cairn_zcache_free(img->zc);
+	pthread_mutex_destroy(&img->stream_lock);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free(img);
@@ -334,6 +345,7 @@ void cairn_image_close(struct cairn_image *img)
 	cairn_image_metaz_fini(img);
 	cairn_zcache_free(img->zc);
 	cairn_cache_free(img->cache);
+	pthread_mutex_destroy(&img->stream_lock);
 	pthread_mutex_destroy(&img->dctx_lock);
 	pthread_mutex_destroy(&img->why_lock);
 	free((void *)img->verified);

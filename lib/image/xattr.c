@@ -16,9 +16,8 @@ int cairn_image_xattr_load(struct cairn_image *img, uint64_t idx, struct cairn_r
 	unsigned long long n = idx;
 	int rc;
 
-	if (idx >= img->xattr_count)
-		return cairn_image_corrupt(img, "xattr %llu past the xattr table", n);
-	rc = cairn_image_meta_read(img, &d, sizeof(d), img->xattr_off + idx * CAIRN_XATTR_SIZE);
+	rc = cairn_image_rec_read(img, "xattr", img->xattr_off, img->xattr_count, idx, &d,
+				  CAIRN_XATTR_SIZE);
 	if (rc)
 		return rc;
 	x->name_ref = cairn_le64(d.name_ref);

@@ -590,6 +590,15 @@ int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
 	return cairn_image_chunk_span(ns->img, n->lower, off, lo, hi);
 }
 
+int cairn_ns_read_random(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
+{
+	struct ns_node *n = ns_node_get(ns, node);
+
+	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
+		return 0;
+	return cairn_image_read_random(ns->img, n->lower, off, len);
+}
+
 void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
 {
 	struct ns_node *n = ns_node_get(ns, node);

@@ -4,14 +4,8 @@
 # checksums recomputed, then two bytes changed, which the digest scan and the
 # content hashes see); bad -j values are refused (exit 2).
 # The library side, with faults over many shards, is lib/image/tests/test_fsck_threads.c.
-set -eu
-: "${CAIRN:?}"
-BUILD=${CAIRN_BUILD:-$(dirname "$CAIRN")}
-CRAFT=$BUILD/progs/craft
-[ -x "$CRAFT" ] || { echo "tests/progs/craft not built"; exit 1; }
-W=$(mktemp -d /tmp/cairn-fsckj.XXXXXX)
-trap 'rm -rf "$W"' EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/common.inc"
+need_prog craft
 
 # 3000 files in 30 directories, some with data, a hard link.
 python3 - "$W/src" <<'EOF'

@@ -4,12 +4,8 @@
 # '.' appears inside "x." and "..."), plus 255-byte names and names of
 # control bytes, newlines and invalid UTF-8, survives mkfs -> fsck -> ls ->
 # extract with names, contents and order intact.
-set -eu
-: "${CAIRN:?}"
-command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
-W=$(mktemp -d /tmp/cairn-names.XXXXXX)
-trap 'rm -rf "$W"' EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/common.inc"
+command -v python3 >/dev/null || skip "python3 not installed"
 
 python3 - "$W/src" <<'EOF2'
 import os, sys

@@ -7,14 +7,9 @@
 # outside the target; the safe entries are still extracted. Symlinks are
 # restored verbatim by default and nothing is written through them;
 # --safe-links skips those leading outside, each named.
-set -eu
-: "${CAIRN:?}"
-BUILD=${CAIRN_BUILD:-$(dirname "$CAIRN")}
-CRAFT=$BUILD/progs/craft
-[ -x "$CRAFT" ] || { echo "tests/progs/craft not built"; exit 1; }
-W=$(mktemp -d /tmp/cairn-hostile.XXXXXX)
+. "$(dirname "$0")/common.inc"
+need_prog craft
 trap 'chmod -R u+rwx "$W" 2>/dev/null; rm -rf "$W"' EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
 mkdir "$W/outside"
 
 # Nothing but out/ (and the canary) may appear in $W, the canary stays empty,

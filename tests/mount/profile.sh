@@ -17,7 +17,6 @@ work() {
   for i in 00 03 06 09 12 15 18 21 24 27; do cat "$M/d/f$i" > /dev/null || fail "read f$i"; done
   dd if="$M/lib/big.so" of=/dev/null bs=64k skip=10 count=2 2>/dev/null || fail "read big.so"
 }
-key() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 # run_cold NAME OPTS: mount, run the workload, unmount; counters in $WORK/NAME.stats
 run_cold() {
   mnt "$M" "$WORK/img.cairn" -o "stats=$WORK/$1.stats${2:+,$2}" || fail "mount $1 ($2)"
@@ -92,9 +91,7 @@ ls "$WORK" | grep -q 'app.profile\.' && fail "temporary files left: $(ls "$WORK"
 cp "$L" "$WORK/before.profile"
 mnt "$M" "$WORK/img.cairn" -o "learn=$L" || fail "mount learn= (kill)"
 work; cat "$M/d/f02" > /dev/null
-for p in $(daemons_of "$M"); do kill -9 "$p"; done
-i=0; while [ -n "$(daemons_of "$M")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
+kill_daemon "$M"
 cmp "$L" "$WORK/before.profile" || fail "profile changed by a killed daemon"
 ls "$WORK" | grep -q '^app.profile.trace.' || fail "the killed run left no trace (test is stale)"
 # The next learning run sweeps the dead run's trace away, and works.

@@ -16,13 +16,8 @@ command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-ligh
 command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
 JDK=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
 [ -x "$JDK/bin/java" ] || skip "no JDK at $JDK"
-NET=$WORK/net
-mkdir -p "$NET"
-NET_INC=$(dirname "$0")/../net/servers.inc
-. "$NET_INC"
-trap 'servers_stop; cleanup' EXIT
+net_servers
 bounded() { timeout -k 5 120 "$@"; }
-stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
 mkdir -p "$NET/www" "$NET/www2"
 "$CAIRN" mkfs -q "$JDK" "$NET/www/jdk.cairn" || fail "mkfs of the JDK"
@@ -39,8 +34,8 @@ mnt "$M" "$URL" -o stats="$WORK/s0" || fail "mount $URL"
 ls "$M" "$M/bin" > /dev/null || fail "ls of the mount"
 umnt "$M"
 wait_file "$WORK/s0" || fail "no stats"
-[ "$(stat_of "$WORK/s0" http_requests)" -le 2 ] ||
-  fail "mount + ls sent $(stat_of "$WORK/s0" http_requests) requests (more than 2)"
+[ "$(key http_requests "$WORK/s0")" -le 2 ] ||
+  fail "mount + ls sent $(key http_requests "$WORK/s0") requests (more than 2)"
 
 # 1. java from the mount, then half the tree; the primary goes away; the rest
 #    (and a byte-for-byte comparison of everything) comes from the mirror.
@@ -54,8 +49,8 @@ nginx_stop web
 bounded diff -r --no-dereference "$JDK" "$M" || fail "the mounted JDK differs from the source"
 umnt "$M"
 wait_file "$WORK/s1" || fail "no stats"
-[ "$(stat_of "$WORK/s1" http_failovers)" -ge 1 ] || fail "no failover counted: $(grep http_ "$WORK/s1")"
-[ "$(stat_of "$WORK/s1" http_failed)" -eq 0 ] || fail "reads failed: $(grep http_ "$WORK/s1")"
+[ "$(key http_failovers "$WORK/s1")" -ge 1 ] || fail "no failover counted: $(grep http_ "$WORK/s1")"
+[ "$(key http_failed "$WORK/s1")" -eq 0 ] || fail "reads failed: $(grep http_ "$WORK/s1")"
 
 # 2. A remount from the warm cache: the mirror sends only the head.
 M=$WORK/m2
@@ -63,8 +58,8 @@ mnt "$M" "$URL2" -o cache_dir="$DC",cache_max=2G,stats="$WORK/s2" || fail "remou
 bounded diff -r --no-dereference "$JDK" "$M" || fail "the remounted JDK differs"
 umnt "$M"
 wait_file "$WORK/s2" || fail "no stats"
-[ "$(stat_of "$WORK/s2" http_requests)" -eq 1 ] ||
-  fail "a warm remount sent $(stat_of "$WORK/s2" http_requests) requests, not 1"
+[ "$(key http_requests "$WORK/s2")" -eq 1 ] ||
+  fail "a warm remount sent $(key http_requests "$WORK/s2") requests, not 1"
 
 # 3. The origin stops mid-run: cached files read, uncached ones give EIO.
 DC3=$WORK/dc3
@@ -127,7 +122,7 @@ for pass in 1 2; do
   umnt "$M"
 done
 wait_file "$WORK/s5" || fail "no stats"
-[ "$(stat_of "$WORK/s5" diskcache_evicted)" -ge 1 ] || fail "nothing was evicted"
+[ "$(key diskcache_evicted "$WORK/s5")" -ge 1 ] || fail "nothing was evicted"
 
 # 6. kill -9 mid-fetch, then damage: the next mount reads the right bytes.
 # 1 MB/s per connection: the 48 MB take at least 12 s, the kill comes after 2.
@@ -140,9 +135,8 @@ cat "$M"/f* > /dev/null 2>&1 &
 reader=$!
 sleep 2
 kill -0 $reader 2>/dev/null || fail "the reader finished before the kill"
-for p in $(daemons_of "$M"); do kill -9 "$p"; done
+kill_daemon "$M"
 wait $reader 2>/dev/null
-fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
 fault_stop slow
 key=$(ls "$DC6" | grep -v '^\.' | head -n 1)
 [ -n "$key" ] || fail "the killed mount stored nothing"
@@ -157,7 +151,7 @@ mnt "$M" "$URL4" -o cache_dir="$DC6",stats="$WORK/s6" || fail "mount after kill 
 for i in 1 2 3 4 5 6; do cmp "$WORK/big/f$i" "$M/f$i" || fail "f$i differs after kill -9"; done
 umnt "$M"
 wait_file "$WORK/s6" || fail "no stats"
-[ "$(stat_of "$WORK/s6" diskcache_torn)" -ge 1 ] || fail "torn chunks were not noticed"
+[ "$(key diskcache_torn "$WORK/s6")" -ge 1 ] || fail "torn chunks were not noticed"
 [ ! -e "$DC6/$key/tmp.99999.0000000000000000" ] || fail "a stray tmp file survived"
 
 # 7. Two mounts share one cache, in parallel.

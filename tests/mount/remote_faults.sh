@@ -7,11 +7,7 @@
 # reads right. With the default retries the application sees no error at all.
 . "$(dirname "$0")/common.inc"
 command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-NET=$WORK/net
-mkdir -p "$NET"
-NET_INC=$(dirname "$0")/../net/servers.inc
-. "$NET_INC"
-trap 'servers_stop; cleanup' EXIT
+net_servers
 . "$(dirname "$0")/fault_tree.inc"
 
 fault_start flt "$WORK/img.cairn" || fail "fault server"

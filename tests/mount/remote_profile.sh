@@ -14,12 +14,8 @@
 . "$(dirname "$0")/common.inc"
 command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
 command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-NET=$WORK/net
+net_servers
 mkdir -p "$NET/www"
-NET_INC=$(dirname "$0")/../net/servers.inc
-. "$NET_INC"
-trap 'servers_stop; cleanup' EXIT
-key() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 
 SRC=$WORK/src
 mkdir -p "$SRC/d" "$SRC/lib"
@@ -116,9 +112,7 @@ grep -q '^/d/f01 0 ' "$P" || fail "the stale run's reads were not learnt"
 cp "$P" "$WORK/before.profile"
 mnt "$M" "$URL" -o "cache_dir=$DC" || fail "mount (kill)"
 work; cat "$M/lib/big.so" > /dev/null
-for p in $(daemons_of "$M"); do kill -9 "$p"; done
-i=0; while [ -n "$(daemons_of "$M")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
+kill_daemon "$M"
 cmp "$P" "$WORK/before.profile" || fail "profile changed by a killed daemon"
 ls "$DC" | grep -q '\.profile\.trace\.' || fail "the killed run left no trace (test is stale)"
 head -c 100 "$P" > "$P.AbC123" # what a save killed before its rename leaves

@@ -7,11 +7,8 @@
 command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
 command -v squid >/dev/null 2>&1 || skip "squid not installed (Debian squid)"
 command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-NET=$WORK/net
+net_servers
 mkdir -p "$NET/www" "$WORK/src/d"
-NET_INC=$(dirname "$0")/../net/servers.inc
-. "$NET_INC"
-trap 'servers_stop; cleanup' EXIT
 
 for i in 1 2 3 4; do head -c 3000000 /dev/urandom > "$WORK/src/d/f$i"; done
 yes "proxy line" | head -c 500000 > "$WORK/src/text"

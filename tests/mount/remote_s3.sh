@@ -4,11 +4,7 @@
 # URI spells it, issue 13): the tree reads back byte for byte, from the server
 # and then from the disk cache with the server stopped.
 . "$(dirname "$0")/common.inc"
-NET=$WORK/net
-mkdir -p "$NET"
-NET_INC=$(dirname "$0")/../net/servers.inc
-. "$NET_INC"
-trap 'servers_stop; cleanup' EXIT
+net_servers
 s3rver_find "$BUILD/s3rver" || exit 77
 bounded() { timeout -k 5 60 "$@"; }
 

@@ -167,6 +167,60 @@ static int write_image(struct cairn_mkfs *m, const char *image)
 	return rc ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
+/* The --no-compress-from files, then the manifest or the source tree; 0, or -1
+ * with the reason printed. */
+static int add_sources(struct cairn_mkfs *m, const char *manifest, const char *src,
+		       const char **rules, size_t nrules)
+{
+	struct stat st;
+	int r = 0;
+
+	for (size_t i = 0; !r && i < nrules; i++)
+		r = cairn_mkfs_add_no_compress_file(m, rules[i]);
+	if (!r && manifest) {
+		r = cairn_mkfs_add_manifest(m, manifest);
+	} else if (!r) {
+		/* Checked here so the message names the argument, not a path inside. */
+		if (stat(src, &st)) {
+			cli_err("mkfs", "%s: %s", src, strerror(errno));
+			return -1;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			cli_err("mkfs", "%s: not a directory", src);
+			return -1;
+		}
+		r = cairn_mkfs_add_tree(m, "/", src);
+	}
+	if (r)
+		cli_err("mkfs", "%s", cairn_mkfs_error(m));
+	return r ? -1 : 0;
+}
+
+/* What was written: the counts, the root digest, the compressed chunks. */
+static void print_summary(struct cairn_mkfs *m, const char *image)
+{
+	struct cairn_mkfs_stats s;
+
+	cairn_mkfs_get_stats(m, &s);
+	printf("%s: %" PRIu64 " inodes (%" PRIu64 " files, %" PRIu64 " dirs, %" PRIu64
+	       " symlinks, %" PRIu64 " other), %" PRIu64 " inline, %" PRIu64
+	       " sparse, %" PRIu64 " deduplicated; %" PRIu64 " bytes of data; image %" PRIu64
+	       " bytes (metadata %" PRIu64 ", stored in %" PRIu64 ", hot prefix %" PRIu64 ")\n",
+	       image, s.inodes, s.files, s.dirs, s.symlinks, s.others, s.inline_files,
+	       s.sparse_files, s.dedup_files, s.data_bytes, s.image_size, s.meta_len,
+	       s.meta_stored, s.hot_len);
+	if (s.verity) {
+		char d[CAIRN_DIGEST_TEXT_LEN];
+
+		cairn_digest_format(s.root, d);
+		printf("%s: root digest %s\n", image, d);
+	}
+	if (s.chunks)
+		printf("%s: %" PRIu64 " chunks (%" PRIu64 " fragments, %" PRIu64
+		       " stored raw), %" PRIu64 " bytes stored\n",
+		       image, s.chunks, s.fragments, s.raw_chunks, s.stored_bytes);
+}
+
 int cmd_mkfs(int argc, char **argv)
 {
 	struct cairn_mkfs_opts o;
@@ -193,7 +247,6 @@ int cmd_mkfs(int argc, char **argv)
 		int takes = !strcmp(a, "--manifest") || !strcmp(a, "--uid") || !strcmp(a, "--gid") ||
 			    !strcmp(a, "--mtime") || !strcmp(a, "--exclude") || !strcmp(a, "--order") ||
 			    !strcmp(a, "--granule") ||
-
 			    !strcmp(a, "-z") || !strcmp(a, "--hot-codec") ||
 			    !strcmp(a, "--chunk-size") || !strcmp(a, "-j") ||
 			    !strcmp(a, "--no-compress") || !strcmp(a, "--no-compress-from");
@@ -330,60 +383,12 @@ int cmd_mkfs(int argc, char **argv)
 		goto out;
 	}
 	const char *image = pos[npos - 1];
-	int r = 0;
-	for (size_t i = 0; !r && i < nrules; i++)
-		r = cairn_mkfs_add_no_compress_file(m, rules[i]);
-	if (r) {
-		cli_err("mkfs", "%s", cairn_mkfs_error(m));
-		cairn_mkfs_free(m);
-		goto out;
-	}
-	if (manifest) {
-		r = cairn_mkfs_add_manifest(m, manifest);
-	} else {
-		struct stat st;
-		if (stat(pos[0], &st)) {
-			r = -errno;
-			cli_err("mkfs", "%s: %s", pos[0], strerror(errno));
-		} else if (!S_ISDIR(st.st_mode)) {
-			r = -ENOTDIR;
-			cli_err("mkfs", "%s: not a directory", pos[0]);
-		} else if ((r = cairn_mkfs_add_tree(m, "/", pos[0]))) {
-			cli_err("mkfs", "%s", cairn_mkfs_error(m));
-		}
-		if (r) {
-			cairn_mkfs_free(m);
-			goto out;
-		}
-	}
-	if (manifest && r) {
-		cli_err("mkfs", "%s", cairn_mkfs_error(m));
-		cairn_mkfs_free(m);
-		goto out;
-	}
-	rc = write_image(m, image);
-	if (ui.drawn)
-		fputc('\n', stderr);
-	if (!rc && !ui.quiet) {
-		struct cairn_mkfs_stats s;
-		cairn_mkfs_get_stats(m, &s);
-		printf("%s: %" PRIu64 " inodes (%" PRIu64 " files, %" PRIu64 " dirs, %" PRIu64
-		       " symlinks, %" PRIu64 " other), %" PRIu64 " inline, %" PRIu64
-		       " sparse, %" PRIu64 " deduplicated; %" PRIu64 " bytes of data; image %" PRIu64
-		       " bytes (metadata %" PRIu64 ", stored in %" PRIu64 ", hot prefix %" PRIu64 ")\n",
-		       image, s.inodes, s.files, s.dirs, s.symlinks, s.others, s.inline_files,
-		       s.sparse_files, s.dedup_files, s.data_bytes, s.image_size, s.meta_len,
-		       s.meta_stored, s.hot_len);
-		if (s.verity) {
-			char d[CAIRN_DIGEST_TEXT_LEN];
-
-			cairn_digest_format(s.root, d);
-			printf("%s: root digest %s\n", image, d);
-		}
-		if (s.chunks)
-			printf("%s: %" PRIu64 " chunks (%" PRIu64 " fragments, %" PRIu64
-			       " stored raw), %" PRIu64 " bytes stored\n",
-			       image, s.chunks, s.fragments, s.raw_chunks, s.stored_bytes);
+	if (!add_sources(m, manifest, pos[0], rules, nrules)) {
+		rc = write_image(m, image);
+		if (ui.drawn)
+			fputc('\n', stderr);
+		if (!rc && !ui.quiet)
+			print_summary(m, image);
 	}
 	cairn_mkfs_free(m);
 out:

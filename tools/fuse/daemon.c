@@ -942,11 +942,10 @@ int daemon_mount(const struct mount_opts *o)
 		have_bdi = 1;
 	/* Not while tracing for mkfs --order: that trace must see all the program's
 	 * own reads. A learning run pushes: its trace adds what the profile missed.
-	 * A compressed image pushes the rest of each chunk a read decompressed. */
+	 * Every image pushes the rest of each chunk a read decompressed, or of each
+	 * segment a random read fetched (fuse_ops.c, partial_chunks). */
 	cf.compressed = cf.img && image_compressed(cf.img);
-	if (!o->trace_file && cf.img &&
-	    ((cf.prefetching && cairn_image_hot_bytes(cf.img)) || cf.compressed) &&
-	    push_start(&cf, &cf.push))
+	if (!o->trace_file && cf.img && push_start(&cf, &cf.push))
 		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
 
 	rc = serve(&cf, o);

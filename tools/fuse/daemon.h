@@ -31,7 +31,7 @@ struct daemon {
 	struct fuse_session *se;
 	const struct mount_opts *o;
 	struct trace *trace;      /* NULL unless trace= */
-	struct push *push;        /* NULL unless prefetching with hot ranges */
+	struct push *push;        /* NULL without an image, or when tracing (trace=) */
 	int prefetching;                /* -o prefetch, or a profile was loaded */
 	int compressed;                 /* the image has compressed chunks */
 	struct cairn_profile_stats profile; /* what the loaded profile matched */
@@ -77,14 +77,16 @@ int trace_open(const char *path, struct trace **out);
 void trace_read(struct trace *t, const char *path, uint64_t off, uint64_t len);
 void trace_close(struct trace *t);
 
-/* push.c: stores the hot-prefix pages of image files into the kernel's
- * page cache from a thread of its own (see the file's comment). */
+/* push.c: stores the hot-prefix pages of image files, and the rests of chunks
+ * and segments reads left partly unread, into the kernel's page cache from a
+ * thread of its own (see the file's comment). */
 int push_start(struct daemon *cf, struct push **out);
 /* Queues the hot ranges of node (an image file, image inode image_ino) once per
  * inode; called before the reply that tells the kernel of the node. */
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
- * chunk a read just decompressed, stored after hot ranges and then delivered
+ * chunk a read just decompressed, or of an uncompressed segment a random read
+ * just fetched (cairn_ns_chunk_span), stored after hot ranges and then delivered
  * (cairn_ns_delivered). Takes a lookup reference on node that the caller took
  * (cairn_ns_hold) before replying to that read (the kernel may forget the node
  * after the reply); it is dropped once pushed, or now if not queued (a chunk

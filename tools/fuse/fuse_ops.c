@@ -450,19 +450,24 @@ static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t si
 }
 
 /* A read that leaves part of a compressed chunk unread (a random reader's 4 KiB,
- * either end of a sequential window) decompresses the chunk all the same: the
- * chunks at either end the read leaves partly unread go to the page-cache push
- * once the read has decompressed them, so the kernel has the rest when it is
- * read (push.c). Found before the read, with a lookup reference each taken
- * before the reply, which may let the kernel forget the node. Returns how many
- * spans (at most 2) it put in sp. */
+ * either end of a sequential window) decompresses the chunk all the same, and
+ * a random reader's read of an uncompressed file fetches and hashes the whole
+ * cache segment around it: the chunks or segments at either end the read
+ * leaves partly unread go to the page-cache push once the read has them cached,
+ * so the kernel has the rest when it is read (push.c). Uncompressed, only for
+ * a random reader (cairn_ns_read_random): a sequential one's next window is
+ * on its way, and a push would only race it. Found before the read, with a
+ * lookup reference each taken before the reply, which may let the kernel
+ * forget the node. Returns how many spans (at most 2) it put in sp. */
 static int partial_chunks(struct daemon *cf, fuse_ino_t ino, size_t size, off_t off,
 			  uint64_t sp[2][2])
 {
 	uint64_t lo = 0, hi = 0, end = (uint64_t)off + size;
 	int n = 0;
 
-	if (!cf->push || !cf->compressed || !size)
+	if (!cf->push || !size)
+		return 0;
+	if (!cf->compressed && !cairn_ns_read_random(cf->ns, ino, (uint64_t)off, size))
 		return 0;
 	if (cairn_ns_chunk_span(cf->ns, ino, (uint64_t)off, &lo, &hi) == 0 &&
 	    (lo < (uint64_t)off || hi > end)) {

@@ -31,6 +31,15 @@
  * writes to be unlocked, and a page in a read the kernel has sent is locked
  * until some handler replies to it, which a handler that stored would never do
  * (with -s, or with every worker storing).
+ *
+ * Uncompressed images: a random reader's 4 KiB read fetches and hashes the
+ * whole cache segment around it (128 KiB by default), so the rest of that
+ * segment is queued the same way (push_span) and pushed while the segment
+ * cache still has it (CAIRN_READ_CACHED: never fetched again for a push),
+ * then marked delivered, which drops the segment. Only for random readers
+ * (fuse_ops.c, partial_chunks): a sequential reader's next window is on its
+ * way. The SPANS_MAX bound keeps the queue, and what it makes the caches
+ * hold, small under any number of random readers.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,11 +53,11 @@
 struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
-	int deliver;              /* a chunk's rest: the daemon may drop it once stored */
+	int deliver;              /* a chunk's or segment's rest: dropped once stored */
 };
 
-/* Chunk pushes queued or running at most; the reads that come in for a chunk's
- * other pages before its push is done do not queue it again. */
+/* Chunk (or segment) pushes queued or running at most; the reads that come in
+ * for a chunk's other pages before its push is done do not queue it again. */
 #define SPANS_MAX 64
 
 struct push {
@@ -64,7 +73,7 @@ struct push {
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
-	uint64_t spans;           /* chunk rests queued (under lock) */
+	uint64_t spans;           /* chunk and segment rests queued (under lock) */
 	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
 	unsigned spans_n;
 };
@@ -330,7 +339,10 @@ static void *push_main(void *arg)
 		done = push_piece(p, &r);
 		pthread_mutex_lock(&p->lock);
 		p->bytes += done;
-		if (r.deliver) /* a chunk is one piece (at most PUSH_CHUNK) */
+		/* A chunk is one piece (at most PUSH_CHUNK), and so is a segment
+		 * unless segment= makes it larger: its rest may then be queued
+		 * again meanwhile, which stores the same bytes twice at worst. */
+		if (r.deliver)
 			span_done(p, r.node, lo);
 		if (done && r.len && heap_push(p, &r) == 0)
 			continue; /* still holds its reference */

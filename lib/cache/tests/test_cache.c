@@ -277,6 +277,42 @@ static void test_budget(void **state)
 }
 
 /* Budget CAIRN_CACHE_OFF: every read is one device request of exactly its size. */
+/* A cached-only read copies what is there and asks for nothing else: -EAGAIN
+ * with no request for a segment not cached (or half of a range not cached),
+ * the bytes once a read fetched them; and, being nobody's stream, it starts no
+ * readahead where a read continuing a sequential one would. */
+static void test_read_cached(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct cairn_cache_hint h = { 0, 4u << 20 };
+	struct cairn_cache_stats st;
+	unsigned char buf[8192];
+	struct rig r;
+
+	rig_open(&r, 4u << 20, &cfg, 0);
+	assert_int_equal(cairn_cache_read_cached(r.cache, buf, 4096, 1u << 20), -EAGAIN);
+	assert_int_equal(dev_requests(&r), 0);
+	check_read(&r, (1u << 20) + 4096, 4096, &h); /* random: one segment */
+	cairn_cache_drain(r.cache);
+	assert_int_equal(dev_requests(&r), 1);
+	assert_int_equal(cairn_cache_read_cached(r.cache, buf, 4096, (1u << 20) + 8192), 4096);
+	assert_memory_equal(buf, r.src + (1u << 20) + 8192, 4096);
+	assert_int_equal(cairn_cache_read_cached(r.cache, buf, 8192, (1u << 20) + 61440), -EAGAIN);
+	assert_int_equal(cairn_cache_read_cached(r.cache, buf, 4096, (1u << 20) + 61440), 4096);
+	cairn_cache_drain(r.cache);
+	assert_int_equal(dev_requests(&r), 1);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.readahead_bytes, 0);
+	assert_int_equal(cairn_cache_read_cached(r.cache, buf, 4096, 4u << 20), 0); /* at the end */
+	rig_close(&r);
+
+	cfg.budget_bytes = CAIRN_CACHE_OFF; /* caching nothing, it has nothing */
+	rig_open(&r, 1u << 20, &cfg, 0);
+	check_read(&r, 0, 4096, NULL);
+	assert_int_equal(cairn_cache_read_cached(r.cache, buf, 4096, 0), -EAGAIN);
+	rig_close(&r);
+}
+
 static void test_passthrough(void **state)
 {
 	struct cairn_cache_config cfg = { .budget_bytes = CAIRN_CACHE_OFF };
@@ -637,6 +673,7 @@ int main(void)
 		cmocka_unit_test(test_sequential_readahead),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_read_cached),
 		cmocka_unit_test(test_passthrough),
 		cmocka_unit_test(test_prefetch),
 		cmocka_unit_test(test_prefetch_claims),

@@ -5,6 +5,9 @@
  * chunk for a burst of small reads, single-flight across threads, the budget),
  * the incompat bit a v1.0 reader refuses, and hostile chunk maps: every bad
  * record gives -CAIRN_ECORRUPT, never a crash, a hang or a large allocation.
+ * Also what the FUSE daemon's push asks of compressed and uncompressed files
+ * alike: the span one decompression or segment fetch yields, the random-reader
+ * detector, cached-only reads.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,6 +45,17 @@ static cairn_ino_t ino_of(struct cairn_image *img, const char *path)
 
 	assert_int_equal(cairn_image_resolve(img, path, 1, &ino), 0);
 	return ino;
+}
+
+/* The chunk cache's counters once the read-ahead workers are idle (what they
+ * did is then counted, whatever the scheduling). */
+static struct cairn_chunk_cache_stats drained_stats(struct cairn_image *img)
+{
+	struct cairn_chunk_cache_stats st;
+
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	return st;
 }
 
 /* The whole file matches hostile_write(len, salt). */
@@ -167,8 +181,7 @@ static void test_burst_decompresses_once(void **state)
 	assert_int_equal(st.decompressed_bytes, 5 * 16384);
 	/* Random reads inside chunks queue nothing. */
 	assert_int_equal(cairn_image_read(img, ino, buf, 100, 200000), 100);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 4);
 	assert_int_equal(st.misses, 2);
 	cairn_image_close(img);
@@ -189,14 +202,12 @@ static void test_random_no_readahead(void **state)
 	(void)state;
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 5 * 16384 - 4096),
 			 sizeof(buf));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.misses, 1);
 	assert_int_equal(st.readahead, 0);
 	for (uint64_t off = 5 * 16384; off < 6 * 16384; off += sizeof(buf))
 		assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), off), sizeof(buf));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.misses, 2);
 	assert_int_equal(st.readahead, 1); /* chunk 6, after the sequential run */
 	/* A whole chunk read alone (a push) right after a read that ended at its
@@ -205,13 +216,11 @@ static void test_random_no_readahead(void **state)
 			 sizeof(buf));
 	assert_int_equal(cairn_image_read_flags(img, ino, big, sizeof(big), 8 * 16384,
 						CAIRN_READ_ALONE), sizeof(big));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 1);
 	/* A chunk or more read anywhere is a window of a stream: read ahead. */
 	assert_int_equal(cairn_image_read(img, ino, big, sizeof(big), 12 * 16384), sizeof(big));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 2);
 	cairn_image_close(img);
 	free(b.buf);
@@ -271,8 +280,7 @@ static void test_readahead_skips_delivered(void **state)
 	cairn_image_chunk_drain(img); /* chunk 1 read ahead */
 	cairn_image_delivered(img, ino, 16384, 16384);
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 0), sizeof(buf));
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.dropped, 1);
 	assert_int_equal(st.readahead, 1); /* not chunk 1 again */
 	assert_int_equal(cairn_image_read(img, ino, buf, sizeof(buf), 16384), sizeof(buf));
@@ -373,8 +381,7 @@ static void test_prefetch_hot_decompresses(void **state)
 	img = open_buf(&b);
 	assert_true(cairn_image_hot_bytes(img) > 0);
 	cairn_image_prefetch_hot(img);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 20);
 	assert_int_equal(st.misses, 0);
 	check_file(img, "/big", 300 * 1024, 2);
@@ -387,8 +394,7 @@ static void test_prefetch_hot_decompresses(void **state)
 	img = open_buf(&b);
 	cairn_image_set_chunk_cache(img, 64 << 10);
 	cairn_image_prefetch_hot(img);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 3); /* 48 KiB of 64 */
 	assert_int_equal(st.evictions, 0);
 	check_file(img, "/big", 300 * 1024, 2);
@@ -402,8 +408,7 @@ static void test_prefetch_hot_decompresses(void **state)
 				    "/big 200000 4096\n/dir/mid\n/big 0 4096\n");
 	img = open_buf(&b);
 	cairn_image_prefetch_hot(img);
-	cairn_image_chunk_drain(img);
-	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	st = drained_stats(img);
 	assert_int_equal(st.readahead, 3);
 	{
 		char buf[4096];
@@ -419,6 +424,84 @@ static void test_prefetch_hot_decompresses(void **state)
 	assert_int_equal(st.misses, 0);
 	cairn_image_close(img);
 	free(b.buf);
+}
+
+/* The span a read at off yields: a compressed file's chunk; an uncompressed
+ * one's cache segment (16 KiB here) clipped to the file. The detector calls a
+ * short read random unless it starts the file or where a read of it ended (not
+ * a CAIRN_READ_ALONE one's); a read a chunk (segment) long is a stream's. A
+ * cached-only read of an uncompressed file copies what a read fetched, -EAGAIN
+ * with no request for the rest. */
+static void test_span_and_random(void **state)
+{
+	struct built z = build(CAIRN_MKFS_ZSTD, 14), p = build(CAIRN_MKFS_NONE, 0);
+	struct cairn_cache_config cc = { .segment_size = 16384 };
+	struct cairn_image *img = open_buf(&z);
+	struct cairn_cache_stats st;
+	cairn_ino_t ino = ino_of(img, "/big");
+	uint64_t lo, hi, dlo, dhi, req;
+	char buf[8192];
+
+	(void)state;
+	assert_int_equal(cairn_image_chunk_span(img, ino, 5 * 16384 + 7, &lo, &hi), 0);
+	assert_int_equal(lo, 5 * 16384);
+	assert_int_equal(hi, 6 * 16384);
+	assert_int_equal(cairn_image_chunk_span(img, ino, 300 * 1024, &lo, &hi), -ENXIO);
+	cairn_image_close(img);
+
+	assert_int_equal(hostile_open(p.buf, p.len, NULL, &cc, NULL, &img), 0);
+	ino = ino_of(img, "/big");
+	assert_int_equal(cairn_image_file_extent(img, ino, &dlo, &dhi), 0);
+	assert_int_equal(dhi - dlo, 300 * 1024);
+	assert_int_equal(cairn_image_chunk_span(img, ino, 0, &lo, &hi), 0);
+	assert_int_equal(lo, 0);
+	assert_int_equal(hi, 16384 - dlo % 16384);
+	assert_int_equal(cairn_image_chunk_span(img, ino, 200000, &lo, &hi), 0);
+	assert_int_equal((dlo + lo) % 16384, 0);
+	assert_int_equal(hi - lo, 16384);
+	assert_true(lo <= 200000 && 200000 < hi);
+	assert_int_equal(cairn_image_chunk_span(img, ino, 300 * 1024 - 1, &lo, &hi), 0);
+	assert_int_equal(hi, 300 * 1024);
+	assert_int_equal(cairn_image_chunk_span(img, ino, 300 * 1024, &lo, &hi), -ENXIO);
+	assert_int_equal(cairn_image_chunk_span(img, ino_of(img, "/small"), 0, &lo, &hi),
+			 -ENOENT); /* inline */
+
+	assert_int_equal(cairn_image_read_random(img, ino, 0, 4096), 0);
+	assert_int_equal(cairn_image_read_random(img, ino, 100000, 4096), 1);
+	assert_int_equal(cairn_image_read_random(img, ino, 100000, 16384), 0);
+	assert_int_equal(cairn_image_read(img, ino, buf, 4096, 100000), 4096);
+	assert_int_equal(cairn_image_read_random(img, ino, 104096, 4096), 0);
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, 4096, 150000, CAIRN_READ_ALONE),
+			 4096);
+	assert_int_equal(cairn_image_read_random(img, ino, 154096, 4096), 1);
+
+	/* Past the file's first 44 KiB, so the rest is more than the cache fetches
+	 * whole (small_file, 256 KiB): a random read there fetches its segment. */
+	assert_int_equal(cairn_image_chunk_span(img, ino, 30000, &lo, &hi), 0);
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	req = st.requests;
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, 4096, lo, CAIRN_READ_CACHED),
+			 -EAGAIN);
+	cairn_cache_drain(cairn_image_cache(img));
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	assert_int_equal(st.requests, req);
+	assert_int_equal(cairn_image_read(img, ino, buf, 4096, lo), 4096);
+	cairn_cache_drain(cairn_image_cache(img));
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	assert_true(st.requests > req);
+	req = st.requests;
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, 8192, lo + 4096, CAIRN_READ_CACHED),
+			 8192);
+	for (size_t i = 0; i < 8192; i++)
+		assert_int_equal((unsigned char)buf[i], hostile_byte(lo + 4096 + i, 2));
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, 8192, hi - 4096, CAIRN_READ_CACHED),
+			 -EAGAIN);
+	cairn_cache_drain(cairn_image_cache(img));
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	assert_int_equal(st.requests, req);
+	cairn_image_close(img);
+	free(z.buf);
+	free(p.buf);
 }
 
 struct reader_arg {
@@ -692,6 +775,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_hot_decompresses),
 		cmocka_unit_test(test_hot_codec),
 		cmocka_unit_test(test_hot_codec_refused),
+		cmocka_unit_test(test_span_and_random),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_hostile_records),
