@@ -128,6 +128,14 @@ struct cairn_cache {
 	int stopping;
 	unsigned nthreads;
 	pthread_t *threads;
+	/* Background checks of speculative segments (c->verify only): their own
+	 * queue (under job_lock) and threads at the lowest CPU priority, which
+	 * never hold a segment a reader could wait for (spare_check). */
+	struct ra_job *spare_head, *spare_tail;
+	pthread_cond_t spare_cond;  /* a spare check queued, or stop */
+	int spare_stopping;
+	unsigned nspare;
+	pthread_t *spare_threads;
 };
 
 /* A growable list of segments (claims or waits of one read). */
@@ -191,6 +199,10 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
  * publish_run added) that are still unchecked and in the table, unless a
  * reader takes them first, and drop those references. */
 void check_spare(struct cairn_cache *c, struct seg **s, size_t n);
+/* The same for a low-priority thread: hashes without taking the segments
+ * (a reader that needs one meanwhile takes and checks it itself, never waiting
+ * for this), and makes READY those still unchecked when it is done. */
+void spare_check(struct cairn_cache *c, struct seg **s, size_t n);
 /* Mark claimed segments failed (waiters get err) and drop them from the table
  * (and from the CLOCK ring: a taken SEG_UNCHECKED one is on it). */
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err);
@@ -207,10 +219,14 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
  * here when no job can be made). */
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi);
-/* Queue check_spare of s (from the last one back when `backwards`) on a
- * worker, ahead of queued fetches (hashing is CPU, fetches wait on the
- * device); takes the references. */
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards);
+/* Queue check_spare of a reader's further segments s, from the last one back
+ * (the reader goes on from the first), on a worker, ahead of queued fetches
+ * (hashing is CPU, fetches wait on the device); takes the references. */
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue spare_check of speculative segments (that no reader waits for) on the
+ * low-priority threads; takes the references (drops them when there are no
+ * such threads: readers check what they need). */
+void queue_spare(struct cairn_cache *c, struct seg **s, size_t n);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

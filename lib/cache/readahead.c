@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cache/cache_internal.h"
 
 static void stream_reset(struct stream *st)
@@ -177,7 +178,7 @@ void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_
 	job_push(c, j, 1);
 }
 
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards)
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
 {
 	struct ra_job *j = n ? job_new(s, n, 1) : NULL;
 
@@ -186,9 +187,69 @@ void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards
 			seg_release(c, s[i]);
 		return;
 	}
-	for (size_t i = 0; backwards && i < n; i++)
+	for (size_t i = 0; i < n; i++) /* from the last one back */
 		j->segs[i] = s[n - 1 - i];
 	job_push(c, j, 1);
+}
+
+void queue_spare(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	struct ra_job *j = n && c->nspare ? job_new(s, n, 1) : NULL;
+
+	if (!j) { /* no job: readers check them when they need them */
+		for (size_t i = 0; i < n; i++)
+			seg_release(c, s[i]);
+		return;
+	}
+	pthread_mutex_lock(&c->job_lock);
+	if (c->spare_tail)
+		c->spare_tail->next = j;
+	else
+		c->spare_head = j;
+	c->spare_tail = j;
+	j->next = NULL;
+	pthread_cond_signal(&c->spare_cond);
+	pthread_mutex_unlock(&c->job_lock);
+}
+
+/* The spare checks' thread. It runs only on a CPU nobody else wants
+ * (SCHED_IDLE): hashing bytes fetched ahead must not take a core from the
+ * program whose reads brought them (Java Hello starts on both cores of a
+ * 2-core machine). That is safe because it never holds what a reader waits
+ * for (spare_check): a reader that needs a segment first checks it itself.
+ * Where SCHED_IDLE is refused, it runs at the priority it was given. */
+static void *spare_main(void *arg)
+{
+	struct cairn_cache *c = arg;
+	struct sched_param sp = { 0 };
+
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	pthread_mutex_lock(&c->job_lock);
+	for (;;) {
+		struct ra_job *j;
+
+		int stop;
+
+		while (!c->spare_head && !c->spare_stopping)
+			pthread_cond_wait(&c->spare_cond, &c->job_lock);
+		if (!c->spare_head)
+			break;
+		j = c->spare_head;
+		c->spare_head = j->next;
+		if (!c->spare_head)
+			c->spare_tail = NULL;
+		stop = c->spare_stopping;
+		pthread_mutex_unlock(&c->job_lock);
+		if (stop) /* closing: nobody will read them */
+			for (size_t i = 0; i < j->n; i++)
+				seg_release(c, j->segs[i]);
+		else
+			spare_check(c, j->segs, j->n);
+		free(j);
+		pthread_mutex_lock(&c->job_lock);
+	}
+	pthread_mutex_unlock(&c->job_lock);
+	return NULL;
 }
 
 static void *worker_main(void *arg)
@@ -225,11 +286,28 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Spare checks need a verify device; one thread per CPU (they use only idle
+ * ones), at most the worker count. Fewer (even none) is no error: readers check
+ * what they need themselves. */
+static void spare_start(struct cairn_cache *c)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = cpus > 0 && (unsigned long)cpus < c->nthreads ? (unsigned)cpus : c->nthreads;
+
+	pthread_cond_init(&c->spare_cond, NULL);
+	if (!c->verify || !(c->spare_threads = calloc(want, sizeof(*c->spare_threads))))
+		return;
+	while (c->nspare < want &&
+	       !pthread_create(&c->spare_threads[c->nspare], NULL, spare_main, c))
+		c->nspare++;
+}
+
 int workers_start(struct cairn_cache *c)
 {
 	c->threads = calloc(c->nthreads, sizeof(*c->threads));
 	if (!c->threads)
 		return -ENOMEM;
+	spare_start(c);
 	for (unsigned i = 0; i < c->nthreads; i++) {
 		if (pthread_create(&c->threads[i], NULL, worker_main, c)) {
 			c->nthreads = i;
@@ -248,7 +326,9 @@ void workers_drain(struct cairn_cache *c)
 	pthread_mutex_unlock(&c->job_lock);
 }
 
-/* Finishes queued work first: queued readahead holds claims others may wait on. */
+/* Finishes queued work first: queued readahead holds claims others may wait on.
+ * The spare checks stop after the workers, which may queue more of them; the
+ * ones left are dropped, not hashed. */
 void workers_stop(struct cairn_cache *c)
 {
 	if (!c->threads)
@@ -261,4 +341,14 @@ void workers_stop(struct cairn_cache *c)
 		pthread_join(c->threads[i], NULL);
 	free(c->threads);
 	c->threads = NULL;
+	pthread_mutex_lock(&c->job_lock);
+	c->spare_stopping = 1;
+	pthread_cond_broadcast(&c->spare_cond);
+	pthread_mutex_unlock(&c->job_lock);
+	for (unsigned i = 0; i < c->nspare; i++)
+		pthread_join(c->spare_threads[i], NULL);
+	free(c->spare_threads);
+	c->spare_threads = NULL;
+	c->nspare = 0;
+	pthread_cond_destroy(&c->spare_cond);
 }
