@@ -87,8 +87,9 @@ int cairn_bdev_verify_check(struct cairn_bdev *dev, void *buf, size_t len, uint6
  * 0 when every granule matches and buf is exactly what a read of dev returns,
  * -EAGAIN when the range holds bytes of block 0 or of the digest table region
  * (use cairn_bdev_verify_check, which replaces them), -CAIRN_EDIGEST when a
- * granule does not match (not counted in the stats: the read that then checks
- * the bytes for use counts it), -EINVAL as cairn_bdev_verify_check. */
+ * granule does not match, -EINVAL as cairn_bdev_verify_check. The good
+ * granules count in the stats; a mismatch does not (the caller leaves the bytes
+ * to a cairn_bdev_verify_check, which counts it). */
 int cairn_bdev_verify_match(struct cairn_bdev *dev, const void *buf, size_t len, uint64_t off);
 /* The granule size of dev when dev itself is a verify device, else 0. */
 size_t cairn_bdev_verify_granule(struct cairn_bdev *dev);

@@ -204,6 +204,12 @@ size_t claim_range(struct cairn_cache *c, uint64_t lo_idx, uint64_t hi_idx, stru
 	return got;
 }
 
+/* Under the shard lock: s is in the table and nobody has checked or taken it. */
+static int still_unchecked(struct shard *sh, struct seg *s)
+{
+	return seg_lookup(sh, s->idx) == s && s->state == SEG_UNCHECKED;
+}
+
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -325,12 +331,6 @@ static int check_taken(struct cairn_cache *c, struct seg *s)
 	return 0;
 }
 
-/* Under the shard lock: s is in the table and nobody has checked or taken it. */
-static int still_unchecked(struct shard *sh, struct seg *s)
-{
-	return seg_lookup(sh, s->idx) == s && s->state == SEG_UNCHECKED;
-}
-
 void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -358,9 +358,10 @@ void spare_check(struct cairn_cache *c, struct seg **s, size_t n)
 		pthread_mutex_lock(&sh->lock);
 		todo = still_unchecked(sh, s[i]);
 		pthread_mutex_unlock(&sh->lock);
-		/* The data is immutable and our reference keeps it. A mismatch, or
-		 * bytes the check must patch (-EAGAIN), stay unchecked: the reader
-		 * that needs them checks them for use and fails them there. */
+		/* The data is immutable and our reference keeps it. Bad bytes, and
+		 * bytes the check must patch, stay unchecked: the first read that
+		 * needs them checks them and fails (or serves) them, exactly as if
+		 * nobody had looked; a bad one is fetched again by the next read. */
 		if (todo && !cairn_bdev_verify_match(c->verify, s[i]->data, s[i]->len,
 						     s[i]->idx << c->seg_shift)) {
 			pthread_mutex_lock(&sh->lock);

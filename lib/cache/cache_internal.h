@@ -122,7 +122,7 @@ struct cairn_cache {
 
 	pthread_mutex_t job_lock;
 	pthread_cond_t job_cond;    /* work queued, or stop */
-	pthread_cond_t idle_cond;   /* queue empty and no job running */
+	pthread_cond_t idle_cond;   /* a queue is empty and none of its jobs running */
 	struct ra_job *job_head, *job_tail;
 	unsigned jobs_running;
 	int stopping;
@@ -134,6 +134,7 @@ struct cairn_cache {
 	struct ra_job *spare_head, *spare_tail;
 	pthread_cond_t spare_cond;  /* a spare check queued, or stop */
 	int spare_stopping;
+	unsigned spare_running;     /* spare checks being run (by any thread) */
 	unsigned nspare;
 	pthread_t *spare_threads;
 };
@@ -219,9 +220,10 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
  * here when no job can be made). */
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi);
-/* Queue check_spare of a reader's further segments s, from the last one back
- * (the reader goes on from the first), on a worker, ahead of queued fetches
- * (hashing is CPU, fetches wait on the device); takes the references. */
+/* Queue check_spare of a reader's further segments s (or of speculative ones,
+ * without spare threads), from the last one back (the reader goes on from the
+ * first), on a worker, ahead of queued fetches (hashing is CPU, fetches wait
+ * on the device); takes the references. */
 void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
 /* Queue spare_check of speculative segments (that no reader waits for) on the
  * low-priority threads; takes the references (drops them when there are no

@@ -194,8 +194,13 @@ void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
 
 void queue_spare(struct cairn_cache *c, struct seg **s, size_t n)
 {
-	struct ra_job *j = n && c->nspare ? job_new(s, n, 1) : NULL;
+	struct ra_job *j;
 
+	if (!c->nspare) { /* no spare thread: the workers check them */
+		queue_checks(c, s, n);
+		return;
+	}
+	j = n ? job_new(s, n, 1) : NULL;
 	if (!j) { /* no job: readers check them when they need them */
 		for (size_t i = 0; i < n; i++)
 			seg_release(c, s[i]);
@@ -212,41 +217,47 @@ void queue_spare(struct cairn_cache *c, struct seg **s, size_t n)
 	pthread_mutex_unlock(&c->job_lock);
 }
 
-/* The spare checks' thread. It runs only on a CPU nobody else wants
- * (SCHED_IDLE): hashing bytes fetched ahead must not take a core from the
- * program whose reads brought them (Java Hello starts on both cores of a
- * 2-core machine). That is safe because it never holds what a reader waits
- * for (spare_check): a reader that needs a segment first checks it itself.
- * Where SCHED_IDLE is refused, it runs at the priority it was given. */
+/* Pops and runs the first queued spare check (job_lock held; dropped while it
+ * runs). Once closing, the job's references are dropped instead. */
+static void spare_run(struct cairn_cache *c)
+{
+	struct ra_job *j = c->spare_head;
+	int stop = c->spare_stopping;
+
+	c->spare_head = j->next;
+	if (!c->spare_head)
+		c->spare_tail = NULL;
+	c->spare_running++;
+	pthread_mutex_unlock(&c->job_lock);
+	if (stop)
+		for (size_t i = 0; i < j->n; i++)
+			seg_release(c, j->segs[i]);
+	else
+		spare_check(c, j->segs, j->n);
+	free(j);
+	pthread_mutex_lock(&c->job_lock);
+	c->spare_running--;
+	if (!c->spare_head && !c->spare_running)
+		pthread_cond_broadcast(&c->idle_cond);
+}
+
+/* The spare checks' thread. Apart from the workers, so that hashing bytes
+ * fetched ahead never holds up a fetch queued behind it (the workers stay free
+ * for the device), and never holding what a reader waits for (spare_check): a
+ * reader that needs a segment first checks it itself. (At the lowest CPU
+ * priority, SCHED_IDLE, it did no better: on a busy machine readers then did
+ * nearly all the hashing, on their own threads; docs/bench/verify.md.) */
 static void *spare_main(void *arg)
 {
 	struct cairn_cache *c = arg;
-	struct sched_param sp = { 0 };
 
-	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	pthread_mutex_lock(&c->job_lock);
 	for (;;) {
-		struct ra_job *j;
-
-		int stop;
-
 		while (!c->spare_head && !c->spare_stopping)
 			pthread_cond_wait(&c->spare_cond, &c->job_lock);
 		if (!c->spare_head)
 			break;
-		j = c->spare_head;
-		c->spare_head = j->next;
-		if (!c->spare_head)
-			c->spare_tail = NULL;
-		stop = c->spare_stopping;
-		pthread_mutex_unlock(&c->job_lock);
-		if (stop) /* closing: nobody will read them */
-			for (size_t i = 0; i < j->n; i++)
-				seg_release(c, j->segs[i]);
-		else
-			spare_check(c, j->segs, j->n);
-		free(j);
-		pthread_mutex_lock(&c->job_lock);
+		spare_run(c);
 	}
 	pthread_mutex_unlock(&c->job_lock);
 	return NULL;
@@ -286,14 +297,16 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Spare checks need a verify device; one thread per CPU (they use only idle
- * ones), at most the worker count. Fewer (even none) is no error: readers check
- * what they need themselves. */
+/* Spare checks need a verify device; half as many threads as workers (none
+ * for one worker: it checks them itself, queue_spare), at most one per CPU.
+ * Fewer is no error. */
 static void spare_start(struct cairn_cache *c)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned want = cpus > 0 && (unsigned long)cpus < c->nthreads ? (unsigned)cpus : c->nthreads;
+	unsigned want = c->nthreads / 2;
 
+	if (cpus > 0 && (unsigned long)cpus < want)
+		want = (unsigned)cpus;
 	pthread_cond_init(&c->spare_cond, NULL);
 	if (!c->verify || !(c->spare_threads = calloc(want, sizeof(*c->spare_threads))))
 		return;
@@ -318,11 +331,21 @@ int workers_start(struct cairn_cache *c)
 	return 0;
 }
 
+/* Waits for the workers; the spare checks still queued it runs itself (they
+ * may wait long for an idle CPU), so that afterwards every fetched segment is
+ * checked, unless it needs a reader's check (cairn_bdev_verify_match). */
 void workers_drain(struct cairn_cache *c)
 {
 	pthread_mutex_lock(&c->job_lock);
-	while (c->job_head || c->jobs_running)
+	for (;;) {
+		if (c->spare_head) {
+			spare_run(c);
+			continue;
+		}
+		if (!c->job_head && !c->jobs_running && !c->spare_running)
+			break;
 		pthread_cond_wait(&c->idle_cond, &c->job_lock);
+	}
 	pthread_mutex_unlock(&c->job_lock);
 }
 

@@ -48,9 +48,8 @@ static struct verify_dev *to_vd(struct cairn_bdev *dev)
 }
 
 /* Checks granules [lo, hi) of bytes at `buf` (buf holds image offset lo << shift).
- * Returns 0, or -CAIRN_EDIGEST when one does not match, which is counted when
- * count_bad (a read fails for it; a trial's mismatch is counted by the read
- * that then checks the bytes for use). */
+ * Returns 0, or -CAIRN_EDIGEST when one does not match, counted as a mismatch
+ * when count_bad (a read fails for it; a trial's is counted by that read). */
 static int check_granules(struct verify_dev *vd, const uint8_t *buf, uint64_t lo, uint64_t hi,
 			  int count_bad)
 {
