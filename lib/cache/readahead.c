@@ -131,12 +131,12 @@ static void job_push(struct cairn_cache *c, struct ra_job *j, int front)
 	pthread_mutex_unlock(&c->job_lock);
 }
 
-static struct ra_job *job_new(struct seg **s, size_t n, int check_only)
+static struct ra_job *job_new(struct seg **s, size_t n, int kind)
 {
 	struct ra_job *j = malloc(sizeof(*j) + n * sizeof(j->segs[0]));
 
 	if (j) {
-		j->check_only = check_only;
+		j->kind = kind;
 		j->own_lo = 1;
 		j->own_hi = 0;
 		j->n = n;
@@ -155,7 +155,7 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 
 		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
 			k++;
-		j = job_new(s + i, k, 0);
+		j = job_new(s + i, k, JOB_FETCH);
 		if (!j)
 			fail_claims(c, s + i, k, -ENOMEM);
 		else
@@ -167,7 +167,7 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi)
 {
-	struct ra_job *j = job_new(s, n, 0);
+	struct ra_job *j = job_new(s, n, JOB_FETCH);
 
 	if (!j) {
 		fetch_run(c, s, n, own_lo, own_hi);
@@ -180,7 +180,7 @@ void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_
 
 void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
 {
-	struct ra_job *j = n ? job_new(s, n, 1) : NULL;
+	struct ra_job *j = n ? job_new(s, n, JOB_CHECK) : NULL;
 
 	if (!j) { /* no job: readers check them when they need them */
 		for (size_t i = 0; i < n; i++)
@@ -196,14 +196,14 @@ void queue_spare(struct cairn_cache *c, struct seg **s, size_t n)
 {
 	struct ra_job *j;
 
-	if (!c->nspare) { /* no spare thread: the workers check them */
-		queue_checks(c, s, n);
-		return;
-	}
-	j = n ? job_new(s, n, 1) : NULL;
+	j = n ? job_new(s, n, JOB_SPARE) : NULL;
 	if (!j) { /* no job: readers check them when they need them */
 		for (size_t i = 0; i < n; i++)
 			seg_release(c, s[i]);
+		return;
+	}
+	if (!c->nspare) { /* no spare thread: a worker checks them */
+		job_push(c, j, 1);
 		return;
 	}
 	pthread_mutex_lock(&c->job_lock);
@@ -282,8 +282,10 @@ static void *worker_main(void *arg)
 		c->jobs_running++;
 		pthread_mutex_unlock(&c->job_lock);
 
-		if (j->check_only)
+		if (j->kind == JOB_CHECK)
 			check_spare(c, j->segs, j->n);
+		else if (j->kind == JOB_SPARE)
+			spare_check(c, j->segs, j->n);
 		else
 			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
 		free(j);
