@@ -18,12 +18,15 @@
  * segment apart with the verify device's checks (check_run). A reader checks
  * the first segment it asked for on its thread. Everything else a fetch
  * brings (the read's further segments, the neighbours it was widened to,
- * readahead, prefetch) is held unchecked (SEG_UNCHECKED) and checked on a
- * worker, or by the first reader that needs it if that comes first: hashing
- * runs on several cores and overlaps the next requests, and a reader never
- * waits behind hashing queued for bytes it did not ask for. A bad granule
- * fails its segment only, for the reads that need it, and is fetched again by
- * the next one.
+ * readahead, prefetch) is held unchecked (SEG_UNCHECKED) and checked in the
+ * background, or by the first reader that needs it if that comes first:
+ * hashing runs on several cores and overlaps the next requests, and a reader
+ * never waits behind hashing queued for bytes it did not ask for. The read's
+ * further segments go to a worker; the speculative ones to the spare threads,
+ * which hash without taking a segment (spare_check), so no reader ever waits
+ * for them and the workers stay free to fetch. A bad granule fails its
+ * segment only, for the reads that need it, and is fetched again by the next
+ * one; a background check leaves it unchecked, for the first of those reads.
  */
 #include <errno.h>
 #include <stdlib.h>
