@@ -333,9 +333,10 @@ int workers_start(struct cairn_cache *c)
 	return 0;
 }
 
-/* Waits for the workers; the spare checks still queued it runs itself (they
- * may wait long for an idle CPU), so that afterwards every fetched segment is
- * checked, unless it needs a reader's check (cairn_bdev_verify_match). */
+/* Waits for the workers and the spare threads, and runs the spare checks still
+ * queued itself rather than wait for a spare thread to take them. Afterwards
+ * every fetched segment is checked, except bad ones and those only a reader's
+ * check may patch (cairn_bdev_verify_match): they stay unchecked. */
 void workers_drain(struct cairn_cache *c)
 {
 	pthread_mutex_lock(&c->job_lock);
