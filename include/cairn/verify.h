@@ -82,6 +82,15 @@ int cairn_bdev_verify_take_head(struct cairn_bdev *dev, void **buf, size_t *len)
  * digest table region in buf with the checked copies, exactly as a read of dev
  * would return them. 0, or -CAIRN_EDIGEST (buf must then not be used). */
 int cairn_bdev_verify_check(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
+/* The same checks without writing to buf, for bytes that others may be reading
+ * (the segment cache's background check of bytes a reader may take meanwhile):
+ * 0 when every granule matches and buf is exactly what a read of dev returns,
+ * -EAGAIN when the range holds bytes of block 0 or of the digest table region
+ * (use cairn_bdev_verify_check, which replaces them), -CAIRN_EDIGEST when a
+ * granule does not match, -EINVAL as cairn_bdev_verify_check. The good
+ * granules count in the stats; a mismatch does not (the caller leaves the bytes
+ * to a cairn_bdev_verify_check, which counts it). */
+int cairn_bdev_verify_match(struct cairn_bdev *dev, const void *buf, size_t len, uint64_t off);
 /* The granule size of dev when dev itself is a verify device, else 0. */
 size_t cairn_bdev_verify_granule(struct cairn_bdev *dev);
 /* The verify device of a stack (dev or below it), or NULL. */

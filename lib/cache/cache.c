@@ -18,12 +18,15 @@
  * segment apart with the verify device's checks (check_run). A reader checks
  * the first segment it asked for on its thread. Everything else a fetch
  * brings (the read's further segments, the neighbours it was widened to,
- * readahead, prefetch) is held unchecked (SEG_UNCHECKED) and checked on a
- * worker, or by the first reader that needs it if that comes first: hashing
- * runs on several cores and overlaps the next requests, and a reader never
- * waits behind hashing queued for bytes it did not ask for. A bad granule
- * fails its segment only, for the reads that need it, and is fetched again by
- * the next one.
+ * readahead, prefetch) is held unchecked (SEG_UNCHECKED) and checked in the
+ * background, or by the first reader that needs it if that comes first:
+ * hashing runs on several cores and overlaps the next requests, and a reader
+ * never waits behind hashing queued for bytes it did not ask for. The read's
+ * further segments go to a worker; the speculative ones to the spare threads,
+ * which hash without taking a segment (spare_check), so no reader ever waits
+ * for them and the workers stay free to fetch. A bad granule fails its
+ * segment only, for the reads that need it, and is fetched again by the next
+ * one; a background check leaves it unchecked, for the first of those reads.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -204,6 +207,12 @@ size_t claim_range(struct cairn_cache *c, uint64_t lo_idx, uint64_t hi_idx, stru
 	return got;
 }
 
+/* Under the shard lock: s is in the table and nobody has checked or taken it. */
+static int still_unchecked(struct shard *sh, struct seg *s)
+{
+	return seg_lookup(sh, s->idx) == s && s->state == SEG_UNCHECKED;
+}
+
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -333,7 +342,7 @@ void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
 
 		pthread_mutex_lock(&sh->lock);
 		/* Not evicted (and not replaced), and no reader took it first. */
-		take = seg_lookup(sh, s[i]->idx) == s[i] && s[i]->state == SEG_UNCHECKED;
+		take = still_unchecked(sh, s[i]);
 		if (take)
 			s[i]->state = SEG_FETCHING;
 		pthread_mutex_unlock(&sh->lock);
@@ -343,15 +352,42 @@ void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
 	}
 }
 
+void spare_check(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct shard *sh = seg_shard(c, s[i]->idx);
+		int todo;
+
+		pthread_mutex_lock(&sh->lock);
+		todo = still_unchecked(sh, s[i]);
+		pthread_mutex_unlock(&sh->lock);
+		/* The data is immutable and our reference keeps it. Bad bytes, and
+		 * bytes the check must patch, stay unchecked: the first read that
+		 * needs them checks them and fails (or serves) them, exactly as if
+		 * nobody had looked; a bad one is fetched again by the next read. */
+		if (todo && !cairn_bdev_verify_match(c->verify, s[i]->data, s[i]->len,
+						     s[i]->idx << c->seg_shift)) {
+			pthread_mutex_lock(&sh->lock);
+			if (still_unchecked(sh, s[i])) {
+				s[i]->state = SEG_READY;
+				pthread_cond_broadcast(&sh->cond);
+			}
+			pthread_mutex_unlock(&sh->lock);
+		}
+		seg_release(c, s[i]);
+	}
+}
+
 /* A verified run that was just read. The first segment its reader (own_lo <=
  * own_hi) asked for is checked on its thread; the rest are published
- * unchecked and checked in the background: the neighbours its read was
- * widened to on a worker, its own further segments on a worker too, from the
- * last one back, while the reader goes on from the first (wait_and_copy), so
- * a large read is hashed on two cores; a worker's whole readahead run here. A
- * reader that needs one before the worker takes it checks it itself, so it
- * never waits behind hashing queued for others. Returns the error of the
- * first own segment (the others show in their state). */
+ * unchecked and checked in the background: its own further segments on a
+ * worker, from the last one back, while the reader goes on from the first
+ * (wait_and_copy), so a large read is hashed on two cores; the neighbours its
+ * read was widened to, and a worker's whole readahead run, by the spare
+ * checks, on CPUs nobody else wants (no reader waits for them yet). A reader
+ * that needs one before it is checked checks it itself, so it never waits
+ * behind hashing queued for others. Returns the error of the first own
+ * segment (the others show in their state). */
 static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		     uint64_t own_hi)
 {
@@ -360,7 +396,7 @@ static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t o
 
 	if (own_lo > own_hi) {
 		publish_run(c, s, n, own_lo, own_hi, SEG_UNCHECKED);
-		check_spare(c, s, n);
+		queue_spare(c, s, n);
 		return 0;
 	}
 	while (a < n && s[a]->idx < own_lo)
@@ -371,11 +407,11 @@ static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t o
 		publish_run(c, s, a, own_lo, own_hi, SEG_UNCHECKED);
 	if (b < n)
 		publish_run(c, s + b, n - b, own_lo, own_hi, SEG_UNCHECKED);
-	queue_checks(c, s, a, 0);
-	queue_checks(c, s + b, n - b, 0);
+	queue_spare(c, s, a);
+	queue_spare(c, s + b, n - b);
 	if (b - a > 1) { /* queued last: the first a worker takes */
 		publish_run(c, s + a + 1, b - a - 1, own_lo, own_hi, SEG_UNCHECKED);
-		queue_checks(c, s + a + 1, b - a - 1, 1);
+		queue_checks(c, s + a + 1, b - a - 1);
 		b = a + 1;
 	}
 	err = check_segs(c, s + a, b - a, own_lo, own_hi);

@@ -73,9 +73,12 @@ struct stream {
 	uint64_t used;              /* tick of last use, for replacement */
 };
 
+enum { JOB_FETCH, JOB_CHECK, JOB_SPARE };
+
 struct ra_job {
 	struct ra_job *next;
-	int check_only;             /* 1: check_spare (fetched, unchecked, held); 0: fetch_run */
+	int kind;                   /* JOB_FETCH: fetch_run; on fetched, unchecked, held
+				       segments: JOB_CHECK check_spare, JOB_SPARE spare_check */
 	uint64_t own_lo, own_hi;    /* a reader's own segments (fetch_run); lo > hi: none */
 	size_t n;                   /* claimed segments, in order, consecutive */
 	struct seg *segs[];
@@ -122,12 +125,21 @@ struct cairn_cache {
 
 	pthread_mutex_t job_lock;
 	pthread_cond_t job_cond;    /* work queued, or stop */
-	pthread_cond_t idle_cond;   /* queue empty and no job running */
+	pthread_cond_t idle_cond;   /* a queue is empty and none of its jobs running */
 	struct ra_job *job_head, *job_tail;
 	unsigned jobs_running;
 	int stopping;
 	unsigned nthreads;
 	pthread_t *threads;
+	/* Background checks of speculative segments (c->verify only): their own
+	 * queue (under job_lock) and threads, which never hold a segment a
+	 * reader could wait for (spare_check). */
+	struct ra_job *spare_head, *spare_tail;
+	pthread_cond_t spare_cond;  /* a spare check queued, or stop */
+	int spare_stopping;
+	unsigned spare_running;     /* spare checks being run (by any thread) */
+	unsigned nspare;
+	pthread_t *spare_threads;
 };
 
 /* A growable list of segments (claims or waits of one read). */
@@ -191,6 +203,11 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
  * publish_run added) that are still unchecked and in the table, unless a
  * reader takes them first, and drop those references. */
 void check_spare(struct cairn_cache *c, struct seg **s, size_t n);
+/* The same without taking them: hashes each (a reader that needs it meanwhile
+ * takes and checks it itself, never waiting for this) and makes it READY if it
+ * is still unchecked then; bad ones stay unchecked, for the read that needs
+ * them to fail. */
+void spare_check(struct cairn_cache *c, struct seg **s, size_t n);
 /* Mark claimed segments failed (waiters get err) and drop them from the table
  * (and from the CLOCK ring: a taken SEG_UNCHECKED one is on it). */
 void fail_claims(struct cairn_cache *c, struct seg **s, size_t n, int err);
@@ -207,10 +224,14 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
  * here when no job can be made). */
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi);
-/* Queue check_spare of s (from the last one back when `backwards`) on a
- * worker, ahead of queued fetches (hashing is CPU, fetches wait on the
- * device); takes the references. */
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards);
+/* Queue check_spare of a reader's further segments s, from the last one back
+ * (the reader goes on from the first), on a worker, ahead of queued fetches
+ * (hashing is CPU, fetches wait on the device); takes the references. */
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue spare_check of speculative segments (that no reader waits for) on the
+ * spare threads (without any, at the front of the workers' queue); takes the
+ * references. */
+void queue_spare(struct cairn_cache *c, struct seg **s, size_t n);
 void workers_drain(struct cairn_cache *c);
 struct ra_plan {
 	uint64_t sync_hi;           /* a missing read may extend its own request to here */

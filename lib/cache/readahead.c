@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cache/cache_internal.h"
 
 static void stream_reset(struct stream *st)
@@ -130,12 +131,12 @@ static void job_push(struct cairn_cache *c, struct ra_job *j, int front)
 	pthread_mutex_unlock(&c->job_lock);
 }
 
-static struct ra_job *job_new(struct seg **s, size_t n, int check_only)
+static struct ra_job *job_new(struct seg **s, size_t n, int kind)
 {
 	struct ra_job *j = malloc(sizeof(*j) + n * sizeof(j->segs[0]));
 
 	if (j) {
-		j->check_only = check_only;
+		j->kind = kind;
 		j->own_lo = 1;
 		j->own_hi = 0;
 		j->n = n;
@@ -154,7 +155,7 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 
 		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
 			k++;
-		j = job_new(s + i, k, 0);
+		j = job_new(s + i, k, JOB_FETCH);
 		if (!j)
 			fail_claims(c, s + i, k, -ENOMEM);
 		else
@@ -166,7 +167,7 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi)
 {
-	struct ra_job *j = job_new(s, n, 0);
+	struct ra_job *j = job_new(s, n, JOB_FETCH);
 
 	if (!j) {
 		fetch_run(c, s, n, own_lo, own_hi);
@@ -177,18 +178,89 @@ void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_
 	job_push(c, j, 1);
 }
 
-void queue_checks(struct cairn_cache *c, struct seg **s, size_t n, int backwards)
+void queue_checks(struct cairn_cache *c, struct seg **s, size_t n)
 {
-	struct ra_job *j = n ? job_new(s, n, 1) : NULL;
+	struct ra_job *j = n ? job_new(s, n, JOB_CHECK) : NULL;
 
 	if (!j) { /* no job: readers check them when they need them */
 		for (size_t i = 0; i < n; i++)
 			seg_release(c, s[i]);
 		return;
 	}
-	for (size_t i = 0; backwards && i < n; i++)
+	for (size_t i = 0; i < n; i++) /* from the last one back */
 		j->segs[i] = s[n - 1 - i];
 	job_push(c, j, 1);
+}
+
+void queue_spare(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	struct ra_job *j;
+
+	j = n ? job_new(s, n, JOB_SPARE) : NULL;
+	if (!j) { /* no job: readers check them when they need them */
+		for (size_t i = 0; i < n; i++)
+			seg_release(c, s[i]);
+		return;
+	}
+	if (!c->nspare) { /* no spare thread: a worker checks them */
+		job_push(c, j, 1);
+		return;
+	}
+	pthread_mutex_lock(&c->job_lock);
+	if (c->spare_tail)
+		c->spare_tail->next = j;
+	else
+		c->spare_head = j;
+	c->spare_tail = j;
+	j->next = NULL;
+	pthread_cond_signal(&c->spare_cond);
+	pthread_mutex_unlock(&c->job_lock);
+}
+
+/* Pops and runs the first queued spare check (job_lock held; dropped while it
+ * runs). Once closing, the job's references are dropped instead. */
+static void spare_run(struct cairn_cache *c)
+{
+	struct ra_job *j = c->spare_head;
+	int stop = c->spare_stopping;
+
+	c->spare_head = j->next;
+	if (!c->spare_head)
+		c->spare_tail = NULL;
+	c->spare_running++;
+	pthread_mutex_unlock(&c->job_lock);
+	if (stop)
+		for (size_t i = 0; i < j->n; i++)
+			seg_release(c, j->segs[i]);
+	else
+		spare_check(c, j->segs, j->n);
+	free(j);
+	pthread_mutex_lock(&c->job_lock);
+	c->spare_running--;
+	if (!c->spare_head && !c->spare_running)
+		pthread_cond_broadcast(&c->idle_cond);
+}
+
+/* The spare checks' thread. Apart from the workers, so that hashing bytes
+ * fetched ahead never holds up a fetch queued behind it (the workers stay free
+ * for the device), and never holding what a reader waits for (spare_check): a
+ * reader that needs a segment first checks it itself. (At the lowest CPU
+ * priority, SCHED_IDLE, it did no better: on a busy machine readers then did
+ * nearly all the hashing, on their own threads; docs/bench/verify.md.) */
+static void *spare_main(void *arg)
+{
+	struct cairn_cache *c = arg;
+
+	pthread_mutex_lock(&c->job_lock);
+	for (;;) {
+		while (!c->spare_head && !c->spare_stopping)
+			pthread_cond_wait(&c->spare_cond, &c->job_lock);
+		if (!c->spare_head)
+			break;
+		spare_run(c);
+	}
+	pthread_mutex_unlock(&c->job_lock);
+	return NULL;
 }
 
 static void *worker_main(void *arg)
@@ -210,8 +282,10 @@ static void *worker_main(void *arg)
 		c->jobs_running++;
 		pthread_mutex_unlock(&c->job_lock);
 
-		if (j->check_only)
+		if (j->kind == JOB_CHECK)
 			check_spare(c, j->segs, j->n);
+		else if (j->kind == JOB_SPARE)
+			spare_check(c, j->segs, j->n);
 		else
 			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
 		free(j);
@@ -225,11 +299,30 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Spare checks need a verify device; half as many threads as workers (none
+ * for one worker: it checks them itself, queue_spare), at most one per CPU.
+ * Fewer is no error. */
+static void spare_start(struct cairn_cache *c)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = c->nthreads / 2;
+
+	if (cpus > 0 && (unsigned long)cpus < want)
+		want = (unsigned)cpus;
+	pthread_cond_init(&c->spare_cond, NULL);
+	if (!c->verify || !(c->spare_threads = calloc(want, sizeof(*c->spare_threads))))
+		return;
+	while (c->nspare < want &&
+	       !pthread_create(&c->spare_threads[c->nspare], NULL, spare_main, c))
+		c->nspare++;
+}
+
 int workers_start(struct cairn_cache *c)
 {
 	c->threads = calloc(c->nthreads, sizeof(*c->threads));
 	if (!c->threads)
 		return -ENOMEM;
+	spare_start(c);
 	for (unsigned i = 0; i < c->nthreads; i++) {
 		if (pthread_create(&c->threads[i], NULL, worker_main, c)) {
 			c->nthreads = i;
@@ -240,15 +333,28 @@ int workers_start(struct cairn_cache *c)
 	return 0;
 }
 
+/* Waits for the workers and the spare threads, and runs the spare checks still
+ * queued itself rather than wait for a spare thread to take them. Afterwards
+ * every fetched segment is checked, except bad ones and those only a reader's
+ * check may patch (cairn_bdev_verify_match): they stay unchecked. */
 void workers_drain(struct cairn_cache *c)
 {
 	pthread_mutex_lock(&c->job_lock);
-	while (c->job_head || c->jobs_running)
+	for (;;) {
+		if (c->spare_head) {
+			spare_run(c);
+			continue;
+		}
+		if (!c->job_head && !c->jobs_running && !c->spare_running)
+			break;
 		pthread_cond_wait(&c->idle_cond, &c->job_lock);
+	}
 	pthread_mutex_unlock(&c->job_lock);
 }
 
-/* Finishes queued work first: queued readahead holds claims others may wait on. */
+/* Finishes queued work first: queued readahead holds claims others may wait on.
+ * The spare checks stop after the workers, which may queue more of them; the
+ * ones left are dropped, not hashed. */
 void workers_stop(struct cairn_cache *c)
 {
 	if (!c->threads)
@@ -261,4 +367,14 @@ void workers_stop(struct cairn_cache *c)
 		pthread_join(c->threads[i], NULL);
 	free(c->threads);
 	c->threads = NULL;
+	pthread_mutex_lock(&c->job_lock);
+	c->spare_stopping = 1;
+	pthread_cond_broadcast(&c->spare_cond);
+	pthread_mutex_unlock(&c->job_lock);
+	for (unsigned i = 0; i < c->nspare; i++)
+		pthread_join(c->spare_threads[i], NULL);
+	free(c->spare_threads);
+	c->spare_threads = NULL;
+	c->nspare = 0;
+	pthread_cond_destroy(&c->spare_cond);
 }

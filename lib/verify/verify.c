@@ -48,8 +48,10 @@ static struct verify_dev *to_vd(struct cairn_bdev *dev)
 }
 
 /* Checks granules [lo, hi) of bytes at `buf` (buf holds image offset lo << shift).
- * Returns 0, or -CAIRN_EDIGEST when one does not match. */
-static int check_granules(struct verify_dev *vd, const uint8_t *buf, uint64_t lo, uint64_t hi)
+ * Returns 0, or -CAIRN_EDIGEST when one does not match, counted as a mismatch
+ * when count_bad (a read fails for it; a trial's is counted by that read). */
+static int check_granules(struct verify_dev *vd, const uint8_t *buf, uint64_t lo, uint64_t hi,
+			  int count_bad)
 {
 	uint8_t d[CAIRN_DIGEST_LEN];
 	uint64_t base = lo << vd->v.granule_shift;
@@ -61,6 +63,8 @@ static int check_granules(struct verify_dev *vd, const uint8_t *buf, uint64_t lo
 		if (memcmp(d, vd->table + g * CAIRN_DIGEST_LEN, CAIRN_DIGEST_LEN)) {
 			uint64_t none = UINT64_MAX;
 
+			if (!count_bad)
+				return -CAIRN_EDIGEST;
 			atomic_compare_exchange_strong(&vd->first_bad, &none, off);
 			atomic_fetch_add_explicit(&vd->mismatches, 1, memory_order_relaxed);
 			return -CAIRN_EDIGEST;
@@ -102,7 +106,7 @@ static void patch_checked(struct verify_dev *vd, uint8_t *buf, size_t len, uint6
 static int check_range(struct verify_dev *vd, uint8_t *buf, size_t len, uint64_t off)
 {
 	unsigned shift = vd->v.granule_shift;
-	int rc = check_granules(vd, buf, off >> shift, (off + len + vd->v.granule - 1) >> shift);
+	int rc = check_granules(vd, buf, off >> shift, (off + len + vd->v.granule - 1) >> shift, 1);
 
 	if (!rc)
 		patch_checked(vd, buf, len, off);
@@ -294,17 +298,41 @@ int cairn_bdev_verify_take_head(struct cairn_bdev *dev, void **buf, size_t *len)
 	return 0;
 }
 
-int cairn_bdev_verify_check(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+/* The verify device dev when [off, off+len) is whole granules of it, else NULL. */
+static struct verify_dev *granule_range(struct cairn_bdev *dev, size_t len, uint64_t off)
 {
 	struct verify_dev *vd = to_vd(dev);
 	uint64_t mask, end = off + len;
 
 	if (!dev || dev->ops != &verify_ops)
-		return -EINVAL;
+		return NULL;
 	mask = vd->v.granule - 1;
 	if ((off & mask) || end > dev->size || end < off || ((end & mask) && end != dev->size))
+		return NULL;
+	return vd;
+}
+
+int cairn_bdev_verify_check(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct verify_dev *vd = granule_range(dev, len, off);
+
+	return vd ? check_range(vd, buf, len, off) : -EINVAL;
+}
+
+int cairn_bdev_verify_match(struct cairn_bdev *dev, const void *buf, size_t len, uint64_t off)
+{
+	struct verify_dev *vd = granule_range(dev, len, off);
+	uint64_t lo = off >> (vd ? vd->v.granule_shift : 0);
+	uint64_t hi;
+
+	if (!vd)
 		return -EINVAL;
-	return check_range(vd, buf, len, off);
+	/* Bytes that check_range would overwrite: leave them to it. */
+	if (off < CAIRN_BLOCK_SIZE ||
+	    (off < vd->v.table_off + vd->v.table_len && off + len > vd->v.table_off))
+		return -EAGAIN;
+	hi = (off + len + vd->v.granule - 1) >> vd->v.granule_shift;
+	return check_granules(vd, buf, lo, hi, 0);
 }
 
 size_t cairn_bdev_verify_granule(struct cairn_bdev *dev)
