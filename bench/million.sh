@@ -19,7 +19,10 @@
 # walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
 # `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
 # other builds on a shared machine. CAIRN_OPTS adds options to `cairn mount`
-# (e.g. CAIRN_OPTS="-s" or "-o cache_size=32M").
+# (e.g. CAIRN_OPTS="-s" or "-o cache_size=32M"). With CAIRN_BASE=PATH (another
+# build's cairn, e.g. main's) the system `base` mounts the same image with it,
+# so a change is measured against its base in one interleaved run:
+#   CAIRN_BASE=../main/build/cairn bench/million.sh -s "base cairn squashfuse_ll"
 set -eu
 
 runs=3
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
         case "$x" in both) walks="$walks names stat" ;; names|stat|warm) walks="$walks $x" ;; *) exit 2 ;; esac
       done
       shift 2 ;;
-    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s
+    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s; base: CAIRN_BASE
     --rebuild) rebuild=1; shift ;;
     *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
@@ -124,6 +127,8 @@ mount_sys() {
   case "$1" in
     cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    base) $chrt "${CAIRN_BASE:?base needs CAIRN_BASE}" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" \
+      2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
