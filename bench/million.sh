@@ -125,10 +125,12 @@ wait_mount() {
 }
 mount_sys() {
   case "$1" in
-    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
-    cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
-    base) $chrt "${CAIRN_BASE:?base needs CAIRN_BASE}" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" \
+    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS -o "stats=$work/stats" "$work/cairn.img" "$mnt" \
       2>>"$work/daemon.log" & pid=$! ;;
+    cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS -o "stats=$work/stats" "$work/cairn.img" "$mnt" \
+      2>>"$work/daemon.log" & pid=$! ;;
+    base) $chrt "${CAIRN_BASE:?base needs CAIRN_BASE}" mount -f $CAIRN_OPTS -o "stats=$work/stats" \
+      "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
@@ -159,6 +161,7 @@ for r in $(seq "$runs"); do
     for w in $walks; do
       sync
       echo 3 > /proc/sys/vm/drop_caches
+      rm -f "$work/stats"
       mount_sys "$s"
       # warm: daemon CPU is then of both walks
       [ $w != warm ] || $chrt find "$mnt" > /dev/null
@@ -170,10 +173,15 @@ for r in $(seq "$runs"); do
       rss=$(rss_mib)
       cpu=$(cpu_ms)
       umount_all
+      # a cairn daemon's own account (-o stats=, written at unmount): user and
+      # sys CPU of all its threads, and the lookup references it was holding
+      ust=$(awk '$1 == "cpu_user_us" { u = $2 } $1 == "cpu_sys_us" { s = $2 }
+        END { if (u != "") printf ", cpu_user_us %s cpu_sys_us %s", u, s }' "$work/stats" 2>/dev/null ||
+        true)
       t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
       fcpu=$(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$work/ftime")
       echo "$s $w $t $rss $n $cpu $fcpu" >> "$out"
-      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms, find CPU $fcpu ms" >&2
+      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms, find CPU $fcpu ms$ust" >&2
     done
   done
 done
