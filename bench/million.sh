@@ -19,7 +19,10 @@
 # walk). Needs root. Everything it mounts is unmounted on exit. The walks run under
 # `chrt -f 50`, the FUSE daemons too (BENCH_CHRT= to turn off): less noise from
 # other builds on a shared machine. CAIRN_OPTS adds options to `cairn mount`
-# (e.g. CAIRN_OPTS="-s" or "-o cache_size=32M").
+# (e.g. CAIRN_OPTS="-s" or "-o cache_size=32M"). With CAIRN_BASE=PATH (another
+# build's cairn, e.g. main's) the system `base` mounts the same image with it,
+# so a change is measured against its base in one interleaved run:
+#   CAIRN_BASE=../main/build/cairn bench/million.sh -s "base cairn squashfuse_ll"
 set -eu
 
 runs=3
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
         case "$x" in both) walks="$walks names stat" ;; names|stat|warm) walks="$walks $x" ;; *) exit 2 ;; esac
       done
       shift 2 ;;
-    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s
+    -s) only=$2; shift 2 ;; # e.g. -s "cairn squashfuse_ll"; cairn-s: cairn mount -s; base: CAIRN_BASE
     --rebuild) rebuild=1; shift ;;
     *) echo "usage: bench/million.sh [-r RUNS] [-b BUILD] [-w names|stat|both|warm] [-s SYSTEMS] [--rebuild]" >&2; exit 2 ;;
   esac
@@ -111,8 +114,12 @@ ls -l "$work"/*.img | awk '{ printf "million: %s %.1f MiB\n", $NF, $5 / 1048576 
 
 mount_sys() {
   case "$1" in
-    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
-    cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
+    cairn) $chrt "$cairn" mount -f $CAIRN_OPTS -o "stats=$work/stats" "$work/cairn.img" "$mnt" \
+      2>>"$work/daemon.log" & pid=$! ;;
+    cairn-s) $chrt "$cairn" mount -f -s $CAIRN_OPTS -o "stats=$work/stats" "$work/cairn.img" "$mnt" \
+      2>>"$work/daemon.log" & pid=$! ;;
+    base) $chrt "${CAIRN_BASE:?base needs CAIRN_BASE}" mount -f $CAIRN_OPTS -o "stats=$work/stats" \
+      "$work/cairn.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfuse_ll) $chrt squashfuse_ll -f "$work/sqfs.img" "$mnt" 2>>"$work/daemon.log" & pid=$! ;;
     squashfs) loop=$(losetup -f --show -r "$work/sqfs.img"); mount -t squashfs -o ro "$loop" "$mnt" ;;
     erofs) loop=$(losetup -f --show -r "$work/erofs.img"); mount -t erofs -o ro "$loop" "$mnt" ;;
@@ -143,6 +150,7 @@ for r in $(seq "$runs"); do
     for w in $walks; do
       sync
       echo 3 > /proc/sys/vm/drop_caches
+      rm -f "$work/stats"
       mount_sys "$s"
       # warm: daemon CPU is then of both walks
       [ $w != warm ] || $chrt find "$mnt" > /dev/null
@@ -154,10 +162,15 @@ for r in $(seq "$runs"); do
       rss=$(rss_mib)
       cpu=$(cpu_ms)
       umount_all
+      # a cairn daemon's own account (-o stats=, written at unmount): user and
+      # sys CPU of all its threads, and the lookup references it was holding
+      ust=$(awk '$1 == "cpu_user_us" { u = $2 } $1 == "cpu_sys_us" { s = $2 }
+        END { if (u != "") printf ", cpu_user_us %s cpu_sys_us %s", u, s }' "$work/stats" 2>/dev/null ||
+        true)
       t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
       fcpu=$(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$work/ftime")
       echo "$s $w $t $rss $n $cpu $fcpu" >> "$out"
-      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms, find CPU $fcpu ms" >&2
+      echo "million: run $r $s find-$w: $t s, $n entries, daemon RSS $rss MiB, daemon CPU $cpu ms, find CPU $fcpu ms$ust" >&2
     done
   done
 done

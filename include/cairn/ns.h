@@ -28,6 +28,13 @@
  * st.ino in the returned attributes is the stable inode number to show users
  * (the image's for image objects, even after copy-up).
  *
+ * A read-only namespace (the image alone) without CAIRN_NS_NAMES is lean: it
+ * keeps nothing per object. A node id there is the image inode number with the
+ * file type above bit 32, valid for as long as the namespace (image inodes
+ * never change): looking an object up again gives the same id, hard links
+ * share one, and a forget only lowers the count of references held
+ * (cairn_ns_usage). Its memory does not grow with what the caller holds.
+ *
  * All calls are thread-safe and return negative errno values (-CAIRN_ECORRUPT
  * for a corrupt image). Node ids passed in must be live (looked up and not yet
  * forgotten), as the FUSE kernel module guarantees.
@@ -58,6 +65,8 @@ struct cairn_ns;
 #define CAIRN_NS_USE_ONCE 4u /* the reader of cairn_ns_read_iov keeps what it gets of
 			      * image files (a kernel page cache): the image cache drops
 			      * it once delivered (cairn_image_delivered) */
+#define CAIRN_NS_NAMES 8u    /* read-only too: a node with its name per object held, so
+			      * cairn_ns_path() names any of them (traces); else lean */
 
 struct cairn_ns_config {
 	struct cairn_image *image;   /* lower tree; NULL only with CAIRN_NS_EMPTY; not owned */
@@ -175,11 +184,13 @@ ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t
 int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name);
 
 /* The node's path from the root ("/a/b"), as last looked up; for traces.
- * Returns its length or -ERANGE. */
+ * Returns its length or -ERANGE; -ENOENT in a lean namespace (but for the
+ * root), which keeps no names. */
 ssize_t cairn_ns_path(struct cairn_ns *ns, uint64_t node, char *buf, size_t len);
 
 struct cairn_ns_usage {
-	uint64_t nodes;                 /* live node ids */
+	uint64_t nodes;                 /* nodes kept (the root: 1; lean: always 1) */
+	uint64_t refs;                  /* lookup references held, the root's aside */
 	struct cairn_ramfs_usage ram;   /* zero without a RAM layer */
 	uint64_t copy_ups;
 	/* cairn_ns_forget() calls that dropped more references than the node had

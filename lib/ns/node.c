@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Node ids and their lifetime. A node id is the node's address (the root is
- * CAIRN_NS_ROOT), so the FUSE hot path needs no table lookup. Two hash tables find
+ * CAIRN_NS_ROOT), so the FUSE hot path needs no table lookup; in a lean
+ * namespace it is the image inode number, and no node is kept at all. Two hash tables find
  * the node already standing for an image or RAM inode, so hard links and repeated
  * lookups share one node. A node lives while the kernel holds lookup references or
  * a child points at it; then it is freed and its RAM lookup reference dropped.
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cairn/format.h>
 #include "ns_internal.h"
 
 static size_t hash64(uint64_t k)
@@ -27,15 +29,43 @@ static size_t hash64(uint64_t k)
 _Static_assert(sizeof(uint64_t) >= sizeof(uintptr_t), "node ids hold node addresses");
 _Static_assert(_Alignof(struct ns_node) > CAIRN_NS_ROOT, "no node address is CAIRN_NS_ROOT");
 
-struct ns_node *ns_node_get(struct cairn_ns *ns, uint64_t id)
+/* A lean namespace (ns->lean) keeps no node but the root: a node id is the
+ * image inode number, with the object's file type (S_IFMT >> 12, never 0 in a
+ * readable inode) above it, so the id alone says what a handler needs to know.
+ * Image inodes never change, so the id names the same object for as long as
+ * the image is open: the kernel may hold it, forget it and be given it again,
+ * and hard links share it. The root (type 0 here, CAIRN_ROOT_INO) is
+ * CAIRN_NS_ROOT; the root reached through a name of a hostile image is not. */
+#define LEAN_TYPE_SHIFT 32
+_Static_assert(CAIRN_INO_MAX < (1ull << LEAN_TYPE_SHIFT), "lean ids hold an image inode");
+_Static_assert(CAIRN_ROOT_INO == CAIRN_NS_ROOT, "the image root's lean id is the root's");
+
+uint64_t ns_lean_id(cairn_ino_t ino, uint32_t mode)
+{
+	return (uint64_t)((mode & S_IFMT) >> 12) << LEAN_TYPE_SHIFT | ino;
+}
+
+struct ns_node *ns_node_get(struct cairn_ns *ns, uint64_t id, struct ns_node *view)
 {
 	assert(id != 0);
-	return id == CAIRN_NS_ROOT ? ns->root : (struct ns_node *)(uintptr_t)id;
+	if (id == CAIRN_NS_ROOT)
+		return ns->root;
+	if (!ns->lean)
+		return (struct ns_node *)(uintptr_t)id;
+	/* Only what the image layer has: no parent, no name, no RAM inode. */
+	memset(view, 0, sizeof(*view));
+	view->lower = id & ((1ull << LEAN_TYPE_SHIFT) - 1);
+	view->st_ino = view->lower;
+	view->type = (uint32_t)(id >> LEAN_TYPE_SHIFT) << 12;
+	view->has_lower = 1;
+	return view;
 }
 
 uint64_t ns_node_id(struct cairn_ns *ns, struct ns_node *n)
 {
-	return n == ns->root ? CAIRN_NS_ROOT : (uint64_t)(uintptr_t)n;
+	if (n == ns->root)
+		return CAIRN_NS_ROOT;
+	return ns->lean ? ns_lean_id(n->lower, n->type) : (uint64_t)(uintptr_t)n;
 }
 
 int ns_table_init(struct ns_table *t)
@@ -223,7 +253,7 @@ void ns_node_put(struct cairn_ns *ns, struct ns_node *n, uint64_t nlookup)
 		/* More forgotten than was looked up: the caller's bug (the FUSE kernel
 		 * never does it). Counted, and fatal in a debug build; the node goes,
 		 * as it would have with the right count. */
-		ns->over_forgets++;
+		__atomic_add_fetch(&ns->over_forgets, 1, __ATOMIC_RELAXED);
 #ifdef CAIRN_DEBUG
 		fprintf(stderr, "cairn_ns: node %p forgotten %llu times with %llu lookups\n",
 			(void *)n, (unsigned long long)nlookup, (unsigned long long)n->nlookup);
@@ -232,6 +262,7 @@ void ns_node_put(struct cairn_ns *ns, struct ns_node *n, uint64_t nlookup)
 		nlookup = n->nlookup;
 	}
 	n->nlookup -= nlookup;
+	__atomic_sub_fetch(&ns->refs, nlookup, __ATOMIC_RELAXED);
 	node_free(ns, n);
 }
 

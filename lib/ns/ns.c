@@ -156,8 +156,44 @@ static int give_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_en
 		return rc;
 	}
 	n->nlookup++;
+	__atomic_add_fetch(&ns->refs, 1, __ATOMIC_RELAXED);
 	fill_entry(ns, n, e);
 	return 0;
+}
+
+/* A lean namespace's lookup: the image's answer, with no node kept and no lock
+ * taken. */
+static int lean_lookup(struct cairn_ns *ns, struct ns_node *d, const char *name, size_t len,
+		       struct cairn_ns_entry *e)
+{
+	cairn_ino_t ino;
+	int rc;
+
+	e->flags = CAIRN_NS_E_IMMUTABLE;
+	if (d->type != S_IFDIR)
+		return -ENOTDIR;
+	rc = cairn_image_lookup(ns->img, d->lower, name, len, &ino);
+	if (!rc)
+		rc = cairn_image_stat(ns->img, ino, &e->st);
+	if (rc)
+		return rc;
+	e->node = ns_lean_id(ino, e->st.mode);
+	__atomic_add_fetch(&ns->refs, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* A lean namespace keeps no lookup counts, only their sum (cairn_ns_usage):
+ * a forget below zero can only be seen there. */
+static void lean_put(struct cairn_ns *ns, uint64_t nlookup)
+{
+	uint64_t old = __atomic_load_n(&ns->refs, __ATOMIC_RELAXED), left;
+
+	do {
+		left = old >= nlookup ? old - nlookup : 0;
+	} while (!__atomic_compare_exchange_n(&ns->refs, &old, left, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	if (old < nlookup)
+		__atomic_add_fetch(&ns->over_forgets, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- lookup and lifetime ---- */
@@ -165,7 +201,7 @@ static int give_entry(struct cairn_ns *ns, struct ns_node *n, struct cairn_ns_en
 int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
 		    struct cairn_ns_entry *e)
 {
-	struct ns_node *d, *n;
+	struct ns_node view, *d, *n;
 	struct ns_dsnap s;
 	struct ns_mentry m;
 	int rc, have_low, share;
@@ -173,8 +209,10 @@ int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t 
 	memset(e, 0, sizeof(*e));
 	if (len > CAIRN_NAME_MAX)
 		return -ENAMETOOLONG;
+	if (ns->lean)
+		return lean_lookup(ns, ns_node_get(ns, dir, &view), name, len, e);
 	pthread_mutex_lock(&ns->lock);
-	d = ns_node_get(ns, dir);
+	d = ns_node_get(ns, dir, &view);
 	ns_snap_dir(ns, d, &s);
 	if (!ns_writable(ns, d))
 		e->flags = CAIRN_NS_E_IMMUTABLE;
@@ -204,21 +242,34 @@ int cairn_ns_lookup(struct cairn_ns *ns, uint64_t dir, const char *name, size_t 
 
 void cairn_ns_forget(struct cairn_ns *ns, uint64_t node, uint64_t nlookup)
 {
+	struct ns_node view;
+
+	if (ns->lean) {
+		if (node != CAIRN_NS_ROOT)
+			lean_put(ns, nlookup);
+		return;
+	}
 	pthread_mutex_lock(&ns->lock);
-	ns_node_put(ns, ns_node_get(ns, node), nlookup);
+	ns_node_put(ns, ns_node_get(ns, node, &view), nlookup);
 	pthread_mutex_unlock(&ns->lock);
 }
 
 void cairn_ns_hold(struct cairn_ns *ns, uint64_t node)
 {
+	struct ns_node view;
+
+	if (node != CAIRN_NS_ROOT)
+		__atomic_add_fetch(&ns->refs, 1, __ATOMIC_RELAXED);
+	if (ns->lean)
+		return;
 	pthread_mutex_lock(&ns->lock);
-	ns_node_get(ns, node)->nlookup++;
+	ns_node_get(ns, node, &view)->nlookup++;
 	pthread_mutex_unlock(&ns->lock);
 }
 
 int cairn_ns_getattr(struct cairn_ns *ns, uint64_t node, struct cairn_ns_entry *e)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	int rc;
 
 	memset(e, 0, sizeof(*e));
@@ -251,7 +302,7 @@ static void kill_priv(struct cairn_ns *ns, cairn_ino_t up)
 int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_setattr *sa,
 		     const struct cairn_cred *cred, struct cairn_ns_entry *e)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	int rc;
 
 	memset(e, 0, sizeof(*e));
@@ -285,7 +336,7 @@ struct create_args {
 static int do_create(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len,
 		     const struct create_args *a, struct cairn_ns_entry *e)
 {
-	struct ns_node *d = ns_node_get(ns, dir), *n;
+	struct ns_node view, *d = ns_node_get(ns, dir, &view), *n;
 	struct ns_dsnap s;
 	struct ns_mentry m;
 	struct cairn_stat st;
@@ -388,7 +439,8 @@ int cairn_ns_symlink(struct cairn_ns *ns, uint64_t dir, const char *name, size_t
 int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const char *name,
 		  size_t len, struct cairn_ns_entry *e)
 {
-	struct create_args a = { .kind = C_LINK, .src = ns_node_get(ns, node) };
+	struct ns_node view;
+	struct create_args a = { .kind = C_LINK, .src = ns_node_get(ns, node, &view) };
 
 	if (a.src->type == S_IFDIR)
 		return -EPERM;
@@ -398,7 +450,7 @@ int cairn_ns_link(struct cairn_ns *ns, uint64_t node, uint64_t newdir, const cha
 int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
 		     const struct cairn_cred *cred, struct cairn_ns_entry *e)
 {
-	struct ns_node *d = ns_node_get(ns, dir), *n;
+	struct ns_node view, *d = ns_node_get(ns, dir, &view), *n;
 	struct cairn_stat st;
 	int rc;
 
@@ -420,7 +472,7 @@ int cairn_ns_tmpfile(struct cairn_ns *ns, uint64_t dir, uint32_t mode,
 
 static int do_remove(struct cairn_ns *ns, uint64_t dir, const char *name, size_t len, int isdir)
 {
-	struct ns_node *d = ns_node_get(ns, dir);
+	struct ns_node view, *d = ns_node_get(ns, dir, &view);
 	struct ns_dsnap s;
 	struct ns_mentry m;
 	int rc = ns_check_name(name, len);
@@ -485,7 +537,7 @@ int cairn_ns_rmdir(struct cairn_ns *ns, uint64_t dir, const char *name, size_t l
 
 ssize_t cairn_ns_readlink(struct cairn_ns *ns, uint64_t node, char *buf, size_t len)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (n->type != S_IFLNK)
 		return -EINVAL;
@@ -510,7 +562,7 @@ static int open_truncate(struct cairn_ns *ns, struct ns_node *n, const struct ca
 int cairn_ns_open(struct cairn_ns *ns, uint64_t node, int flags, const struct cairn_cred *cred,
 		  uint64_t *fh)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	int trunc = (flags & O_TRUNC) && n->type == S_IFREG;
 	int rc = 0;
 
@@ -562,7 +614,7 @@ ssize_t cairn_ns_read(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
 ssize_t cairn_ns_read_flags(struct cairn_ns *ns, uint64_t node, void *buf, size_t len,
 			    uint64_t off, unsigned flags)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (n->type == S_IFDIR)
 		return -EISDIR;
@@ -573,7 +625,7 @@ ssize_t cairn_ns_read_flags(struct cairn_ns *ns, uint64_t node, void *buf, size_
 
 int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, void *ctx)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
 		return 0;
@@ -583,7 +635,7 @@ int cairn_ns_hot_ranges(struct cairn_ns *ns, uint64_t node, cairn_range_cb fn, v
 int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t *lo,
 			uint64_t *hi)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
 		return -ENOENT;
@@ -601,7 +653,7 @@ int cairn_ns_read_random(struct cairn_ns *ns, uint64_t node, uint64_t off, uint6
 
 void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (n->type == S_IFREG && !ns_has_upper(n) && n->has_lower)
 		delivered(ns, n->lower, off, (ssize_t)len);
@@ -610,7 +662,7 @@ void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
 		      cairn_iov_fn fn, void *ctx, int *from_image)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	cairn_ino_t lower;
 	struct iovec iov;
 	ssize_t got;
@@ -656,7 +708,7 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size_t len,
 		       uint64_t off, int append, const struct cairn_cred *cred)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	ssize_t n_written;
 
 	if (!ns_has_upper(n)) {
@@ -676,7 +728,7 @@ ssize_t cairn_ns_write(struct cairn_ns *ns, uint64_t node, const void *buf, size
 
 int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t off, uint64_t len)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	int rc;
 
 	pthread_mutex_lock(&ns->lock);
@@ -687,7 +739,7 @@ int cairn_ns_fallocate(struct cairn_ns *ns, uint64_t node, int mode, uint64_t of
 
 int64_t cairn_ns_lseek(struct cairn_ns *ns, uint64_t node, uint64_t off, int whence)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (ns_has_upper(n))
 		return cairn_ramfs_lseek(ns->ram, n->upper, off, whence);
@@ -721,7 +773,7 @@ int ns_reserved_xattr(const char *name)
 int cairn_ns_setxattr(struct cairn_ns *ns, uint64_t node, const char *name, const void *value,
 		      size_t size, int flags)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	int rc;
 
 	if (ns_reserved_xattr(name))
@@ -735,7 +787,7 @@ int cairn_ns_setxattr(struct cairn_ns *ns, uint64_t node, const char *name, cons
 ssize_t cairn_ns_getxattr(struct cairn_ns *ns, uint64_t node, const char *name, void *buf,
 			  size_t size)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (ns_reserved_xattr(name))
 		return -ENODATA;
@@ -776,7 +828,7 @@ static ssize_t list_upper_xattrs(struct cairn_ns *ns, cairn_ino_t ino, char *buf
 
 ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t size)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (ns_has_upper(n))
 		return list_upper_xattrs(ns, n->upper, buf, size);
@@ -785,7 +837,7 @@ ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t
 
 int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 	int rc;
 
 	if (ns_reserved_xattr(name))
@@ -800,11 +852,13 @@ int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name)
 
 ssize_t cairn_ns_path(struct cairn_ns *ns, uint64_t node, char *buf, size_t len)
 {
-	struct ns_node *n;
+	struct ns_node view, *n;
 	size_t need = 0, pos;
 
+	if (ns->lean && node != CAIRN_NS_ROOT)
+		return -ENOENT; /* no names kept (CAIRN_NS_NAMES) */
 	pthread_mutex_lock(&ns->lock);
-	n = ns_node_get(ns, node);
+	n = ns_node_get(ns, node, &view);
 	for (struct ns_node *p = n; p && p->parent; p = p->parent)
 		need += p->name_len + 1;
 	if (need == 0)
@@ -831,7 +885,8 @@ void cairn_ns_usage(struct cairn_ns *ns, struct cairn_ns_usage *out)
 	pthread_mutex_lock(&ns->lock);
 	out->nodes = ns->nodes;
 	out->copy_ups = ns->copy_ups;
-	out->over_forgets = ns->over_forgets;
+	out->refs = __atomic_load_n(&ns->refs, __ATOMIC_RELAXED);
+	out->over_forgets = __atomic_load_n(&ns->over_forgets, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ns->lock);
 	if (ns->ram)
 		cairn_ramfs_usage(ns->ram, &out->ram);

@@ -55,6 +55,9 @@ struct cairn_ns {
 	struct cairn_ramfs *ram;    /* NULL when read-only */
 	int overlay;                /* whole tree writable */
 	int use_once;               /* CAIRN_NS_USE_ONCE */
+	/* The image alone and no CAIRN_NS_NAMES: node ids are image inode numbers
+	 * (node.c) and no node is kept but the root. */
+	int lean;
 	struct ns_node *root;
 	struct ns_node *all;        /* list of every node but the root */
 	struct ns_table lower_tab, upper_tab;
@@ -68,7 +71,8 @@ struct cairn_ns {
 	uint64_t ino_offset;        /* added to RAM inode numbers shown to users */
 	size_t ram_chunk;           /* the RAM fs's chunk size: the grain of holes */
 	uint64_t nodes, copy_ups;
-	uint64_t over_forgets;      /* forgets beyond the lookup count (caller bugs) */
+	uint64_t refs;              /* lookup references the caller holds (atomic) */
+	uint64_t over_forgets;      /* forgets beyond the lookup count (caller bugs; atomic) */
 };
 
 static inline int ns_has_upper(const struct ns_node *n)
@@ -77,8 +81,14 @@ static inline int ns_has_upper(const struct ns_node *n)
 }
 
 /* node.c (lock held unless said otherwise) */
-struct ns_node *ns_node_get(struct cairn_ns *ns, uint64_t id);
+/* The node id names (live: looked up and not yet forgotten). In a lean
+ * namespace no node stands for it: *view is filled to (image inode, type, no
+ * upper, no parent, no name) and returned, to be used for this call only.
+ * Without the lock in a lean namespace. */
+struct ns_node *ns_node_get(struct cairn_ns *ns, uint64_t id, struct ns_node *view);
 uint64_t ns_node_id(struct cairn_ns *ns, struct ns_node *n);
+/* A lean namespace's id for image inode ino of mode `mode`. */
+uint64_t ns_lean_id(cairn_ino_t ino, uint32_t mode);
 struct ns_node *ns_table_find_lower(struct cairn_ns *ns, cairn_ino_t ino);
 struct ns_node *ns_table_find_upper(struct cairn_ns *ns, cairn_ino_t ino);
 int ns_table_add_upper(struct cairn_ns *ns, struct ns_node *n);

@@ -108,13 +108,17 @@ static int readdir_lower(struct cairn_ns *ns, const struct ns_dsnap *s, uint64_t
 int cairn_ns_readdir(struct cairn_ns *ns, uint64_t dir, uint64_t cookie, cairn_dirent_cb cb,
 		     void *ctx)
 {
-	struct ns_node *d = ns_node_get(ns, dir);
+	struct ns_node view, *d = ns_node_get(ns, dir, &view);
 	struct ns_dsnap s;
 	uint64_t self, parent;
 	int err = 0;
 
 	if (d->type != S_IFDIR)
 		return -ENOTDIR;
+	/* No upper layer, and no node to say who the parent is: the image's own
+	 * listing, "." and ".." (its parent field) included, with its cookies. */
+	if (ns->lean)
+		return cairn_image_readdir(ns->img, d->lower, cookie, cb, ctx);
 	pthread_mutex_lock(&ns->lock);
 	ns_snap_dir(ns, d, &s);
 	self = d->st_ino;

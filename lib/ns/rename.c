@@ -210,6 +210,7 @@ int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, s
 		    uint64_t newdir, const char *newname, size_t newlen, unsigned flags)
 {
 	unsigned whiteout = flags & RENAME_WHITEOUT;
+	struct ns_node oview, nview, *od, *nd;
 	int rc;
 
 	flags &= ~(unsigned)RENAME_WHITEOUT;
@@ -225,12 +226,13 @@ int cairn_ns_rename(struct cairn_ns *ns, uint64_t olddir, const char *oldname, s
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&ns->lock);
+	od = ns_node_get(ns, olddir, &oview);
+	nd = ns_node_get(ns, newdir, &nview);
 	/* -EAGAIN: a file it moves is being copied up; nothing changed yet. */
-	while ((rc = do_rename(ns, ns_node_get(ns, olddir), oldname, oldlen,
-			       ns_node_get(ns, newdir), newname, newlen, flags)) == -EAGAIN)
+	while ((rc = do_rename(ns, od, oldname, oldlen, nd, newname, newlen, flags)) == -EAGAIN)
 		pthread_cond_wait(&ns->copy_done, &ns->lock);
 	if (!rc && whiteout)
-		rc = leave_device(ns, ns_node_get(ns, olddir), oldname, oldlen);
+		rc = leave_device(ns, od, oldname, oldlen);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }

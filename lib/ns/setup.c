@@ -183,6 +183,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	ns->img = empty ? NULL : cfg->image;
 	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
 	ns->use_once = !empty && (cfg->flags & CAIRN_NS_USE_ONCE);
+	ns->lean = !empty && !ns->overlay && !has_tmp && !(cfg->flags & CAIRN_NS_NAMES);
 	rc = ns_table_init(&ns->lower_tab);
 	if (!rc)
 		rc = ns_table_init(&ns->upper_tab);

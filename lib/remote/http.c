@@ -29,6 +29,10 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <dlfcn.h>
+/* Calls go through the table below, not the functions the header declares
+ * (whose type-checking macros would wrap them). */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 #include <cairn/version.h>
 #include <cairn/remote.h>
@@ -85,13 +89,56 @@ struct xfer {
 
 enum outcome { OK, RETRY, NEXT_ORIGIN, FATAL };
 
+/*
+ * libcurl is opened on first use (dlopen), not linked. Linked, it loads GnuTLS,
+ * Kerberos, LDAP, libssh2, nghttp2 and more with it, whose relocations and load
+ * time constructors (GnuTLS initialises itself) left 3.3 MiB resident in every
+ * process, a daemon serving a local image too (docs/bench/million.md, "A lean
+ * daemon"). Like curl_global_init(), which it runs, this is once per process,
+ * so the table is the one piece of process-wide state here, written once under
+ * pthread_once and read-only after.
+ */
+#define LIBCURL_SONAME "libcurl.so.4"
+static struct {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *h, CURLoption opt, ...);
+	CURLcode (*easy_perform)(CURL *h);
+	CURLcode (*easy_getinfo)(CURL *h, CURLINFO info, ...);
+	void (*easy_cleanup)(CURL *h);
+	const char *(*easy_strerror)(CURLcode rc);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+} lc;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
+static char curl_init_why[256];
 
-/* libcurl's one process-wide initialisation; it asks to be done once. */
+#define LC_LOAD(f, name) \
+	(ok = ok && (lc.f = (__typeof__(lc.f))dlsym(lib, name)) != NULL)
+
 static void curl_init(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *lib = dlopen(LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	int ok = lib != NULL;
+
+	LC_LOAD(global_init, "curl_global_init");
+	LC_LOAD(easy_init, "curl_easy_init");
+	LC_LOAD(easy_setopt, "curl_easy_setopt");
+	LC_LOAD(easy_perform, "curl_easy_perform");
+	LC_LOAD(easy_getinfo, "curl_easy_getinfo");
+	LC_LOAD(easy_cleanup, "curl_easy_cleanup");
+	LC_LOAD(easy_strerror, "curl_easy_strerror");
+	LC_LOAD(slist_append, "curl_slist_append");
+	LC_LOAD(slist_free_all, "curl_slist_free_all");
+	if (!ok) {
+		const char *e = dlerror();
+
+		snprintf(curl_init_why, sizeof(curl_init_why), ": %s", e ? e : LIBCURL_SONAME);
+		curl_init_rc = CURLE_FAILED_INIT;
+		return; /* the library stays loaded, as it would if linked */
+	}
+	curl_init_rc = lc.global_init(CURL_GLOBAL_DEFAULT);
 }
 
 static uint64_t now_ns(void)
@@ -226,27 +273,27 @@ static int conn_setup(struct http_bdev *h, CURL *e)
 {
 	int bad = 0;
 
-	bad |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	bad |= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	bad |= curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
-	bad |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	bad |= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	bad |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-	bad |= curl_easy_setopt(e, CURLOPT_USERAGENT, "cairn/" CAIRN_VERSION_STRING);
-	bad |= curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+	bad |= lc.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	bad |= lc.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	bad |= lc.easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+	bad |= lc.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	bad |= lc.easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	bad |= lc.easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	bad |= lc.easy_setopt(e, CURLOPT_USERAGENT, "cairn/" CAIRN_VERSION_STRING);
+	bad |= lc.easy_setopt(e, CURLOPT_HTTP_VERSION,
 				h->http1 ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS);
-	bad |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)h->low_speed_bps);
-	bad |= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->low_speed_s);
-	bad |= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	bad |= lc.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)h->low_speed_bps);
+	bad |= lc.easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)h->low_speed_s);
+	bad |= lc.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	bad |= lc.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	if (h->proxy)
-		bad |= curl_easy_setopt(e, CURLOPT_PROXY, h->proxy);
+		bad |= lc.easy_setopt(e, CURLOPT_PROXY, h->proxy);
 	if (h->insecure) {
-		bad |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-		bad |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+		bad |= lc.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		bad |= lc.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
 	if (h->cacert)
-		bad |= curl_easy_setopt(e, CURLOPT_CAINFO, h->cacert);
+		bad |= lc.easy_setopt(e, CURLOPT_CAINFO, h->cacert);
 	return bad ? -EINVAL : 0;
 }
 
@@ -263,26 +310,26 @@ static CURLcode attempt(struct http_bdev *h, CURL *e, const struct origin *o, st
 	CURLcode rc;
 
 	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + x->len - 1);
-	curl_easy_setopt(e, CURLOPT_URL, o->url);
-	curl_easy_setopt(e, CURLOPT_RANGE, range);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left_ms);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, conn_ms ? conn_ms : 1L);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
-	curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
-	curl_easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
+	lc.easy_setopt(e, CURLOPT_URL, o->url);
+	lc.easy_setopt(e, CURLOPT_RANGE, range);
+	lc.easy_setopt(e, CURLOPT_HEADERDATA, x);
+	lc.easy_setopt(e, CURLOPT_WRITEDATA, x);
+	lc.easy_setopt(e, CURLOPT_TIMEOUT_MS, left_ms);
+	lc.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, conn_ms ? conn_ms : 1L);
+	lc.easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+	lc.easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
+	lc.easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
+	lc.easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
 	err[0] = '\0';
 	atomic_fetch_add(&h->requests, 1);
-	rc = curl_easy_perform(e);
+	rc = lc.easy_perform(e);
 	atomic_fetch_add(&h->bytes, x->got);
 	if (rc == CURLE_WRITE_ERROR && x->filled)
 		rc = CURLE_OK;
 	if (rc == CURLE_OK) {
 		long v = 0;
 
-		curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &v);
+		lc.easy_getinfo(e, CURLINFO_HTTP_VERSION, &v);
 		atomic_store(&h->http_version, v == CURL_HTTP_VERSION_2_0 ? 2 : v == CURL_HTTP_VERSION_3 ? 3 : 11);
 	}
 	return rc;
@@ -399,7 +446,7 @@ static enum outcome check_mirror(struct http_bdev *h, CURL *e, struct origin *o,
 		return FATAL;
 	rc = attempt(h, e, o, &x, 0, deadline, err);
 	if (rc != CURLE_OK) {
-		snprintf(why, why_len, "%s", err[0] ? err : curl_easy_strerror(rc));
+		snprintf(why, why_len, "%s", err[0] ? err : lc.easy_strerror(rc));
 		r = transport_outcome(h, rc);
 	} else {
 		uint64_t size = 0;
@@ -532,7 +579,7 @@ static void origin_free(struct origin *o)
 	free(o->sigv4);
 	free(o->userpwd);
 	free(o->token_hdr);
-	curl_slist_free_all(o->headers);
+	lc.slist_free_all(o->headers);
 }
 
 static void http_close(struct cairn_bdev *dev)
@@ -540,7 +587,7 @@ static void http_close(struct cairn_bdev *dev)
 	struct http_bdev *h = (struct http_bdev *)dev;
 
 	for (unsigned i = 0; h->conns && i < h->n_conns; i++)
-		curl_easy_cleanup(h->conns[i].h);
+		lc.easy_cleanup(h->conns[i].h);
 	for (unsigned i = 0; i < h->n_origins; i++)
 		origin_free(&h->origins[i]);
 	pthread_cond_destroy(&h->freed);
@@ -577,7 +624,7 @@ static int origin_init(struct origin *o, const struct cairn_http_origin *src)
 	o->userpwd = dup_or_null(src->userpwd, &oom);
 	if (src->aws_sigv4) {
 		/* S3 wants the payload hash header; a GET has none to sign. */
-		o->headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+		o->headers = lc.slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
 		oom |= !o->headers;
 	}
 	if (src->session_token && !oom) {
@@ -587,7 +634,7 @@ static int origin_init(struct origin *o, const struct cairn_http_origin *src)
 			o->token_hdr = NULL;
 			return -ENOMEM;
 		}
-		l = curl_slist_append(o->headers, o->token_hdr);
+		l = lc.slist_append(o->headers, o->token_hdr);
 		oom |= !l;
 		if (l)
 			o->headers = l;
@@ -676,7 +723,7 @@ static int probe(struct http_bdev *h, const struct cairn_http_config *cfg)
 		return 0;
 	}
 	if (rc != CURLE_OK)
-		return report(cfg, -EIO, "%s: %s", o->url, err[0] ? err : curl_easy_strerror(rc));
+		return report(cfg, -EIO, "%s: %s", o->url, err[0] ? err : lc.easy_strerror(rc));
 	if (x.status == 200 && x.filled)
 		return report(cfg, -ENOTSUP, "%s: %s", o->url, why);
 	return report(cfg, status_errno(x.status), "%s: %s", o->url, why);
@@ -693,7 +740,7 @@ int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev *
 		return -EINVAL;
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)
-		return report(cfg, -EIO, "%s%s", "cannot initialise libcurl", "");
+		return report(cfg, -EIO, "%s%s", "cannot initialise libcurl", curl_init_why);
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -713,7 +760,7 @@ int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev *
 	if (!rc && !h->conns)
 		rc = -ENOMEM;
 	for (unsigned i = 0; !rc && i < h->n_conns; i++) {
-		h->conns[i].h = curl_easy_init();
+		h->conns[i].h = lc.easy_init();
 		rc = h->conns[i].h ? conn_setup(h, h->conns[i].h) : -ENOMEM;
 	}
 	if (!rc)

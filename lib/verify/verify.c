@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/evp.h>
 #include <cairn/error.h>
 #include "util/util_int.h"
 #include "verify/verify_int.h"
@@ -145,7 +144,6 @@ static void verify_close(struct cairn_bdev *dev)
 	struct verify_dev *vd = to_vd(dev);
 
 	cairn_bdev_close(dev->below);
-	EVP_MD_free(vd->v.md);
 	free(vd->table);
 	free(vd->head);
 	free(vd);
@@ -236,8 +234,6 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	rc = check_root(vd, cfg, why, why_len);
 	if (!rc)
 		rc = cairn_verity_decode(vd->block0, &vd->v, why, why_len);
-	if (!rc) /* once, not per granule; NULL (no memory) falls back to EVP_sha256() */
-		vd->v.md = EVP_MD_fetch(NULL, "SHA256", NULL);
 	if (!rc && vd->v.image_size > dev_size)
 		rc = WHY(-CAIRN_ECORRUPT, "image is truncated: %llu bytes on the device, the "
 			 "superblock says %llu", (unsigned long long)dev_size,
@@ -272,7 +268,6 @@ int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_co
 		if (rc == -ENODATA && cfg && cfg->has_root)
 			rc = WHY(-CAIRN_EDIGEST, "a root digest was given, but the image has no "
 				 "digests (built without verification)");
-		EVP_MD_free(vd->v.md);
 		free(vd->table);
 		free(vd);
 		return rc;

@@ -13,8 +13,6 @@
 #include "format/disk.h" /* on-disk structures (private) */
 #include <cairn/verify.h>
 
-struct evp_md_st; /* OpenSSL's EVP_MD */
-
 /* A verity record in host order, checked against the superblock beside it. */
 struct cairn_verity {
 	uint64_t image_size;
@@ -22,9 +20,6 @@ struct cairn_verity {
 	uint64_t granule;              /* bytes, 1 << granule_shift */
 	uint32_t granule_shift;
 	uint8_t table_digest[CAIRN_DIGEST_LEN];
-	/* SHA-256 as fetched once by its owner (the verify device), so hashing a
-	 * granule does no provider lookup; NULL: EVP_sha256() (implicit fetch). */
-	struct evp_md_st *md;
 };
 
 /* Decodes and checks block 0 (4096 bytes): superblock magic, version and hash,

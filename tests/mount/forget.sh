@@ -1,7 +1,10 @@
 #!/bin/sh
 # Lookup counts are honoured: after a walk that stats all of a 20,000-file image
-# the daemon holds a node per object (one that needs names only, far fewer); once the kernel drops its dentries (drop_caches=2 sends
-# FORGET), the nodes are freed again, so memory stays flat over huge trees.
+# the kernel holds a lookup reference per object (one that needs names only, far
+# fewer); once the kernel drops its dentries (drop_caches=2 sends FORGET), the
+# references are given back. The image-only mount counts them (ns_refs) and
+# keeps no node; a mount with a RAM layer (tmp=) keeps a node per object held,
+# freed again on FORGET, so memory stays flat over huge trees.
 . "$(dirname "$0")/common.inc"
 [ -w /proc/sys/vm/drop_caches ] || skip "cannot drop caches here"
 SRC=$WORK/src
@@ -26,11 +29,12 @@ MOUNTS="$M"
 i=0; while ! mountpoint -q "$M" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 mountpoint -q "$M" || fail "mount did not come up"
 
-nodes() { # ask for stats, print ns_nodes
+key=ns_refs
+nodes() { # ask for stats, print $key
   rm -f "$WORK/st"
   kill -USR1 "$pid"
   wait_file "$WORK/st" || fail "no stats after SIGUSR1"
-  awk '/^ns_nodes / { print $2 }' "$WORK/st"
+  awk -v k="$key" '$1 == k { print $2 }' "$WORK/st"
 }
 # A walk that needs names only gets plain READDIRs after each directory's first
 # page of READDIRPLUS, and that page of a directory bigger than one page looks
@@ -62,5 +66,25 @@ echo "nodes after the kernel forgot: $after"
 over=$(awk '/^ns_over_forgets / { print $2 }' "$WORK/st")
 [ "$over" = 0 ] || fail "the kernel forgot more than it looked up: ns_over_forgets $over"
 grep '^rss_kb' "$WORK/st"
+[ "$(key=ns_nodes; nodes)" = 1 ] || fail "an image-only mount kept nodes"
+kill -TERM "$pid"; wait "$pid" || fail "daemon exit status"
+
+# The node table of a mount with a RAM layer: a node per object held, freed on
+# FORGET.
+"$CAIRN" mount -f "$WORK/img.cairn" "$M" -o stats="$WORK/st",tmp=/scratch &
+pid=$!
+i=0; while ! mountpoint -q "$M" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mountpoint -q "$M" || fail "tmp= mount did not come up"
+key=ns_nodes
+n=$(find "$M" -printf '%s\n' | wc -l)
+[ "$n" -eq 20208 ] || fail "find saw $n objects on the tmp= mount"
+walked=$(nodes)
+echo "tmp= mount: nodes after the walk: $walked"
+[ "$walked" -ge 20000 ] || fail "expected a node per object, got $walked"
+sync; echo 2 > /proc/sys/vm/drop_caches
+sleep 1
+after=$(nodes)
+echo "tmp= mount: nodes after the kernel forgot: $after"
+[ "$after" -lt 2000 ] || fail "nodes not freed on FORGET: $after"
 kill -TERM "$pid"; wait "$pid" || fail "daemon exit status"
 echo "forget: ok"

@@ -144,8 +144,8 @@ static void write_stats(struct daemon *cf)
 			"\n", files, spans, bytes);
 	}
 	cairn_ns_usage(cf->ns, &u);
-	fprintf(f, "ns_nodes %" PRIu64 "\nns_copy_ups %" PRIu64 "\nns_over_forgets %" PRIu64 "\n",
-		u.nodes, u.copy_ups, u.over_forgets);
+	fprintf(f, "ns_nodes %" PRIu64 "\nns_refs %" PRIu64 "\nns_copy_ups %" PRIu64
+		"\nns_over_forgets %" PRIu64 "\n", u.nodes, u.refs, u.copy_ups, u.over_forgets);
 	fprintf(f, "ram_data_bytes %" PRIu64 "\nram_meta_bytes %" PRIu64 "\nram_inodes %" PRIu64
 		"\n", u.ram.data_bytes, u.ram.meta_bytes, u.ram.inodes);
 	rss_kb(&rss, &hwm);
@@ -749,6 +749,11 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 	 * copy of what it replied is worth little: use-once, unless asked to keep. */
 	if (!o->keep_data)
 		nc.flags |= CAIRN_NS_USE_ONCE;
+	/* A trace names the files read, so it needs the node table (and its
+	 * names); otherwise an image-only mount keeps nothing per object the kernel
+	 * holds: node ids are image inode numbers (cairn/ns.h). */
+	if (o->trace_file || cf->learn_trace)
+		nc.flags |= CAIRN_NS_NAMES;
 	nc.tmp_paths = o->tmp_paths;
 	nc.ram.size_limit = o->size_limit;
 	nc.ram.inode_limit = o->inode_limit;

@@ -425,7 +425,8 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 
 /* A read met bytes that do not match the image's digests: log it once per
  * inode and 128 KiB of the file (the kernel retries page by page), with the path
- * when the namespace still knows it. The daemon goes on serving. */
+ * when the namespace knows it (a lean one keeps no names: then the image inode
+ * number). The daemon goes on serving. */
 static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t size)
 {
 	uint64_t key[2] = { ino, (uint64_t)off >> 17 };
@@ -443,8 +444,12 @@ static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t si
 	pthread_mutex_unlock(&cf->bad_lock);
 	if (seen)
 		return;
-	if (cairn_ns_path(cf->ns, ino, path, sizeof(path)) <= 0)
-		snprintf(path, sizeof(path), "(inode %llu)", (unsigned long long)ino);
+	if (cairn_ns_path(cf->ns, ino, path, sizeof(path)) <= 0) {
+		struct cairn_ns_entry e;
+
+		snprintf(path, sizeof(path), "(inode %llu)", cairn_ns_getattr(cf->ns, ino, &e) ?
+			 (unsigned long long)ino : (unsigned long long)e.st.ino);
+	}
 	fprintf(stderr, "cairn: %s: %s: read of %zu bytes at offset %lld: data does not match "
 		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
 }

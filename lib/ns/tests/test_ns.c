@@ -239,6 +239,124 @@ static void test_readonly(void **state)
 	cairn_ns_free(ns);
 }
 
+/* An image-only namespace keeps nothing per object (cairn/ns.h): a lookup of
+ * every name, all held, leaves one node (the root); an object looked up again,
+ * even after its references are gone, has the same id; hard links share one;
+ * the listing's inode numbers are those lookups give, ".." included; forgets
+ * are counted in refs. With CAIRN_NS_NAMES the node table is back. */
+struct lean_walk {
+	struct cairn_ns *ns;
+	uint64_t dir, dir_ino, parent_ino;
+	uint64_t held[64];
+	size_t n;
+	int bad;
+};
+
+static int lean_cb(void *ctx, const char *name, size_t len, cairn_ino_t ino, unsigned dtype,
+		   uint64_t next)
+{
+	struct lean_walk *w = ctx;
+	struct cairn_ns_entry e, again;
+
+	if (len == 1 && name[0] == '.') {
+		w->bad += ino != w->dir_ino;
+		return 0;
+	}
+	if (len == 2 && !memcmp(name, "..", 2)) {
+		w->bad += ino != w->parent_ino;
+		return 0;
+	}
+	assert_int_equal(cairn_ns_lookup(w->ns, w->dir, name, len, &e), 0);
+	assert_int_equal(cairn_ns_lookup(w->ns, w->dir, name, len, &again), 0);
+	w->bad += e.node != again.node || e.st.ino != ino || (e.st.mode >> 12) != dtype;
+	cairn_ns_forget(w->ns, again.node, 1);
+	w->held[w->n++] = e.node;
+	return 0;
+}
+
+static void lean_list(struct lean_walk *w, uint64_t dir, uint64_t dir_ino, uint64_t parent_ino)
+{
+	w->dir = dir;
+	w->dir_ino = dir_ino;
+	w->parent_ino = parent_ino;
+	assert_int_equal(cairn_ns_readdir(w->ns, dir, 0, lean_cb, w), 0);
+}
+
+static void test_lean(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, 0, NULL);
+	struct lean_walk w = { .ns = ns };
+	struct cairn_ns_entry root_e, e, h1, h2, sub;
+	struct cairn_ns_usage u;
+	char buf[64];
+
+	assert_int_equal(cairn_ns_getattr(ns, CAIRN_NS_ROOT, &root_e), 0);
+	lean_list(&w, CAIRN_NS_ROOT, root_e.st.ino, root_e.st.ino);
+	for (size_t i = 0, end = w.n; i < end; i++) {
+		assert_int_equal(cairn_ns_getattr(ns, w.held[i], &e), 0);
+		if (S_ISDIR(e.st.mode))
+			lean_list(&w, w.held[i], e.st.ino, root_e.st.ino);
+	}
+	assert_int_equal(w.bad, 0);
+	assert_true(w.n > 8);
+	cairn_ns_usage(ns, &u);
+	assert_int_equal(u.nodes, 1);
+	assert_int_equal(u.refs, w.n);
+	for (size_t i = 0; i < w.n; i++)
+		cairn_ns_forget(ns, w.held[i], 1);
+	cairn_ns_usage(ns, &u);
+	assert_int_equal(u.refs, 0);
+	assert_int_equal(u.over_forgets, 0);
+
+	/* hard links: one id, one inode number, through either name */
+	assert_int_equal(walk(ns, "/hard1", &h1), 0);
+	assert_int_equal(walk(ns, "/hard2", &h2), 0);
+	assert_int_equal(h1.node, h2.node);
+	assert_int_equal(h1.st.ino, h2.st.ino);
+	assert_int_equal(h1.st.nlink, 2);
+	release_entry(ns, &h1);
+	release_entry(ns, &h2);
+	/* an id stays good for the same object after its last forget */
+	assert_int_equal(cairn_ns_read(ns, h1.node, buf, sizeof(buf), 0), 4);
+	assert_memory_equal(buf, "hard", 4);
+	/* ".." of a directory two down is its parent's inode */
+	assert_int_equal(walk(ns, "/dir", &e), 0);
+	assert_int_equal(walk(ns, "/dir/sub", &sub), 0);
+	w.n = 0;
+	lean_list(&w, sub.node, sub.st.ino, e.st.ino);
+	assert_int_equal(w.bad, 0);
+	assert_int_equal(w.n, 1);
+	release_entry(ns, &sub);
+	/* types come with the id: a file is not a directory, nor a link */
+	assert_int_equal(cairn_ns_lookup(ns, h1.node, "x", 1, &sub), -ENOTDIR);
+	assert_int_equal(cairn_ns_readdir(ns, h1.node, 0, lean_cb, &w), -ENOTDIR);
+	assert_int_equal(cairn_ns_readlink(ns, h1.node, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(cairn_ns_read(ns, e.node, buf, sizeof(buf), 0), -EISDIR);
+	assert_int_equal(cairn_ns_mkdir(ns, e.node, "new", 3, 0755, &root, &sub), -EROFS);
+	assert_int_equal(cairn_ns_path(ns, e.node, buf, sizeof(buf)), -ENOENT);
+	release_entry(ns, &e);
+	cairn_ns_forget(ns, w.held[0], 2); /* one more than was looked up */
+	cairn_ns_usage(ns, &u);
+	assert_int_equal(u.nodes, 1);
+	assert_int_equal(u.over_forgets, 1);
+	cairn_ns_free(ns);
+
+	/* CAIRN_NS_NAMES: a node per object held, with its path */
+	ns = new_ns(fx, CAIRN_NS_NAMES, NULL);
+	assert_int_equal(walk(ns, "/dir/sub", &sub), 0);
+	assert_int_equal(cairn_ns_path(ns, sub.node, buf, sizeof(buf)), 8);
+	assert_string_equal(buf, "/dir/sub");
+	cairn_ns_usage(ns, &u);
+	assert_int_equal(u.nodes, 3);
+	assert_int_equal(u.refs, 1);
+	release_entry(ns, &sub);
+	cairn_ns_usage(ns, &u);
+	assert_int_equal(u.nodes, 1);
+	assert_int_equal(u.refs, 0);
+	cairn_ns_free(ns);
+}
+
 /* SEEK_DATA/SEEK_HOLE on an image file follow its extents, read-only and on
  * the overlay before copy-up (they answered "all data" once). */
 static void test_holes(void **state)
@@ -758,6 +876,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lean, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay, setup, teardown),
