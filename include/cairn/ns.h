@@ -184,8 +184,9 @@ ssize_t cairn_ns_listxattr(struct cairn_ns *ns, uint64_t node, char *buf, size_t
 int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name);
 
 /* The node's path from the root ("/a/b"), as last looked up; for traces.
- * Returns its length or -ERANGE; -ENOENT in a lean namespace (but for the
- * root), which keeps no names. */
+ * Returns its length or -ERANGE. A lean namespace keeps no names: it finds one
+ * path of the inode by a bounded walk of the image's directories (for error
+ * messages; slow on big images), -ENOENT when the walk gives up. */
 ssize_t cairn_ns_path(struct cairn_ns *ns, uint64_t node, char *buf, size_t len);
 
 struct cairn_ns_usage {

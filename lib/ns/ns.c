@@ -16,6 +16,7 @@
  * The merged view of one name is merge.c's, listings readdir.c's, renames
  * rename.c's, and copying from the image copy.c's and copyup.c's.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -644,7 +645,7 @@ int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
 
 int cairn_ns_read_random(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len)
 {
-	struct ns_node *n = ns_node_get(ns, node);
+	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
 	if (n->type != S_IFREG || ns_has_upper(n) || !n->has_lower)
 		return 0;
@@ -850,13 +851,70 @@ int cairn_ns_removexattr(struct cairn_ns *ns, uint64_t node, const char *name)
 
 /* ---- misc ---- */
 
+/* A lean namespace keeps no names, so a path (for an error message) is found by
+ * walking the image's directories depth first for the inode; bounded, since a
+ * big image would otherwise be read whole for one message. */
+#define LEAN_PATH_BUDGET 200000u /* directory entries looked at */
+
+struct lean_path {
+	struct cairn_image *img;
+	cairn_ino_t want;
+	char *buf;
+	size_t len, pos;     /* buf[0..pos) names the directory being listed */
+	unsigned budget;
+	int found;
+};
+
+static int lean_path_entry(void *ctx, const char *name, size_t name_len, cairn_ino_t ino,
+			   unsigned dtype, uint64_t next)
+{
+	struct lean_path *f = ctx;
+	size_t at = f->pos;
+
+	(void)next;
+	if ((name_len == 1 && name[0] == '.') || (name_len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	if (f->budget == 0)
+		return 1;
+	f->budget--;
+	if ((ino != f->want && dtype != DT_DIR) || at + name_len + 2 > f->len)
+		return 0;
+	f->buf[at] = '/';
+	memcpy(f->buf + at + 1, name, name_len);
+	f->pos = at + 1 + name_len;
+	f->buf[f->pos] = 0;
+	if (ino == f->want) {
+		f->found = 1;
+		return 1;
+	}
+	/* the image calls back with no lock held, so listing a subdirectory is allowed */
+	(void)cairn_image_readdir(f->img, ino, 0, lean_path_entry, f);
+	if (f->found || f->budget == 0)
+		return 1;
+	f->pos = at;
+	return 0;
+}
+
+static ssize_t lean_path(struct cairn_ns *ns, uint64_t node, char *buf, size_t len)
+{
+	struct ns_node view;
+	struct lean_path f = { .img = ns->img, .buf = buf, .len = len,
+			       .budget = LEAN_PATH_BUDGET };
+
+	f.want = ns_node_get(ns, node, &view)->lower;
+	if (len < 2)
+		return -ERANGE;
+	(void)cairn_image_readdir(ns->img, cairn_image_root(ns->img), 0, lean_path_entry, &f);
+	return f.found ? (ssize_t)f.pos : -ENOENT;
+}
+
 ssize_t cairn_ns_path(struct cairn_ns *ns, uint64_t node, char *buf, size_t len)
 {
 	struct ns_node view, *n;
 	size_t need = 0, pos;
 
 	if (ns->lean && node != CAIRN_NS_ROOT)
-		return -ENOENT; /* no names kept (CAIRN_NS_NAMES) */
+		return lean_path(ns, node, buf, len);
 	pthread_mutex_lock(&ns->lock);
 	n = ns_node_get(ns, node, &view);
 	for (struct ns_node *p = n; p && p->parent; p = p->parent)

@@ -55,4 +55,20 @@ for off in 4100 $((meta + 10)) $((data + 300000)); do
   umnt "$WORK/m$i"
 done
 [ $eio -ge 1 ] || fail "no flip reached the EIO path (all were refused at mount)"
+
+# The mismatch is logged with the file's path and the offset, though an
+# image-only mount keeps no names (stderr with -f; syslog in the background).
+cp "$WORK/img" "$WORK/badf"
+printf '\377' | dd of="$WORK/badf" bs=1 seek=$((data + 300000)) conv=notrunc 2>/dev/null
+mkdir -p "$WORK/mf"
+"$CAIRN" mount -f -o "digest=$root" "$WORK/badf" "$WORK/mf" 2>"$WORK/ef" &
+fpid=$!
+MOUNTS="$MOUNTS $WORK/mf"
+i=0; while ! mountpoint -q "$WORK/mf" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mountpoint -q "$WORK/mf" || fail "foreground mount did not come up"
+cat "$WORK/mf/d/big" > /dev/null 2>&1 && fail "a bad granule read with success (-f)"
+umnt "$WORK/mf"
+wait $fpid
+grep -q "/d/big: read of [0-9]* bytes at offset [0-9]*: data does not match" "$WORK/ef" ||
+  fail "mismatch not logged with path and offset: $(cat "$WORK/ef")"
 echo "verify: ok"

@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <syslog.h>
 #include <unistd.h>
 #include "daemon.h"
 #include "../cairn/cli.h"
@@ -40,6 +42,20 @@ static void errf(const char *fmt, const char *a, const char *b)
 	fprintf(stderr, "cairn mount: ");
 	fprintf(stderr, fmt, a, b);
 	fputc('\n', stderr);
+}
+
+void daemon_log(const struct daemon *cf, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (cf->to_syslog) {
+		vsyslog(LOG_ERR, fmt, ap);
+	} else {
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+	va_end(ap);
 }
 
 /* ---- stats ---- */
@@ -940,6 +956,10 @@ int daemon_mount(const struct mount_opts *o)
 	if (o->has_fault && cf.stack && cairn_stack_fault_dev(cf.stack))
 		cairn_bdev_fault_set(cairn_stack_fault_dev(cf.stack), &o->fault);
 	finish_detach(notify_fd, 0);
+	if (notify_fd >= 0) {
+		openlog("cairn", LOG_PID, LOG_DAEMON);
+		cf.to_syslog = 1;
+	}
 	notify_fd = -1;
 	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)
 		have_sig = 1;

@@ -60,7 +60,14 @@ struct daemon {
 	uint64_t bad_keys[64][2];
 	unsigned bad_n;
 	uint64_t bad_reads;             /* reads answered EIO for a mismatch (atomic) */
+	int to_syslog;                  /* detached: stderr is /dev/null, so log there */
 };
+
+/* A message while serving (a digest mismatch, a profile not used): to stderr in
+ * the foreground (-f), to syslog once the daemon has gone to the background,
+ * where nobody holds its stderr. */
+void daemon_log(const struct daemon *cf, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 extern const struct fuse_lowlevel_ops daemon_ops;
 

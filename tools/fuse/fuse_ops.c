@@ -424,9 +424,9 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 }
 
 /* A read met bytes that do not match the image's digests: log it once per
- * inode and 128 KiB of the file (the kernel retries page by page), with the path
- * when the namespace knows it (a lean one keeps no names: then the image inode
- * number). The daemon goes on serving. */
+ * inode and 128 KiB of the file (the kernel retries page by page), with its path
+ * (a lean namespace searches the image for one, and may give up: then the image
+ * inode number). The daemon goes on serving. */
 static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t size)
 {
 	uint64_t key[2] = { ino, (uint64_t)off >> 17 };
@@ -450,8 +450,8 @@ static void log_mismatch(struct daemon *cf, fuse_ino_t ino, off_t off, size_t si
 		snprintf(path, sizeof(path), "(inode %llu)", cairn_ns_getattr(cf->ns, ino, &e) ?
 			 (unsigned long long)ino : (unsigned long long)e.st.ino);
 	}
-	fprintf(stderr, "cairn: %s: %s: read of %zu bytes at offset %lld: data does not match "
-		"the image digest (EIO)\n", cf->o->image, path, size, (long long)off);
+	daemon_log(cf, "cairn: %s: %s: read of %zu bytes at offset %lld: data does not match "
+		   "the image digest (EIO)", cf->o->image, path, size, (long long)off);
 }
 
 /* A read that leaves part of a compressed chunk unread (a random reader's 4 KiB,
