@@ -3,9 +3,10 @@
  * Segment memory: one arena of fixed slots, reserved once, reused forever.
  *
  * Why not malloc/munmap per segment: a page touched for the first time costs
- * far more than copying it (on the benchmark VM, 25 ms per fresh MiB against
- * 0.05 ms to rewrite one that is mapped; munmap of 128 KiB costs ~1 ms, see
- * docs/BENCHMARKS.md). A cache that is full evicts exactly when it fills, so
+ * far more than rewriting it (a fault and zeroing per 4 KiB page: 21-35 ms for
+ * 35 MB of fresh malloc'd memory on the benchmark VM, bench/touch and
+ * docs/bench/zorder.md; munmap of 128 KiB costs ~1 ms, docs/BENCHMARKS.md).
+ * A cache that is full evicts exactly when it fills, so
  * memory given back to the OS at eviction would be faulted in again at once.
  * The arena is reserved with MAP_NORESERVE (no RSS until a slot is first
  * used) and asks for transparent huge pages, which also keeps TLB misses off
