@@ -77,7 +77,7 @@ cp "$L" "$WORK/learn1.profile"
 run_cold learn2 "learn=$L"
 [ "$(key profile_records "$WORK/learn2.stats")" -gt 0 ] || fail "learn= did not use its profile"
 [ "$(key device_requests "$WORK/learn2.stats")" -lt "$plain" ] || fail "learn=: no fewer requests"
-cmp "$L" "$WORK/learn1.profile" || fail "the same workload grew the profile"
+cmp "$L" "$WORK/learn1.profile" || { diff "$WORK/learn1.profile" "$L"; fail "the same workload grew the profile"; }
 # A new file read joins the profile, after what was there.
 mnt "$M" "$WORK/img.cairn" -o "learn=$L" || fail "mount learn= (3)"
 work; cat "$M/d/f01" > /dev/null
