@@ -355,26 +355,27 @@ void workers_drain(struct cairn_cache *c)
 /* Finishes queued work first: queued readahead holds claims others may wait on.
  * The spare checks stop after the workers, which may queue more of them; the
  * ones left are dropped, not hashed. */
+/* Raises *flag under job_lock, wakes the threads waiting on cond, joins and
+ * frees all n of them. */
+static void join_threads(struct cairn_cache *c, int *flag, pthread_cond_t *cond,
+			 pthread_t **threads, unsigned n)
+{
+	pthread_mutex_lock(&c->job_lock);
+	*flag = 1;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(&c->job_lock);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join((*threads)[i], NULL);
+	free(*threads);
+	*threads = NULL;
+}
+
 void workers_stop(struct cairn_cache *c)
 {
 	if (!c->threads)
 		return;
-	pthread_mutex_lock(&c->job_lock);
-	c->stopping = 1;
-	pthread_cond_broadcast(&c->job_cond);
-	pthread_mutex_unlock(&c->job_lock);
-	for (unsigned i = 0; i < c->nthreads; i++)
-		pthread_join(c->threads[i], NULL);
-	free(c->threads);
-	c->threads = NULL;
-	pthread_mutex_lock(&c->job_lock);
-	c->spare_stopping = 1;
-	pthread_cond_broadcast(&c->spare_cond);
-	pthread_mutex_unlock(&c->job_lock);
-	for (unsigned i = 0; i < c->nspare; i++)
-		pthread_join(c->spare_threads[i], NULL);
-	free(c->spare_threads);
-	c->spare_threads = NULL;
+	join_threads(c, &c->stopping, &c->job_cond, &c->threads, c->nthreads);
+	join_threads(c, &c->spare_stopping, &c->spare_cond, &c->spare_threads, c->nspare);
 	c->nspare = 0;
 	pthread_cond_destroy(&c->spare_cond);
 }
