@@ -36,6 +36,20 @@ nodes() { # ask for stats, print $key
   wait_file "$WORK/st" || fail "no stats after SIGUSR1"
   awk -v k="$key" '$1 == k { print $2 }' "$WORK/st"
 }
+# walk_then_forget LABEL OBJECTS: a stat of every object holds a node ($key)
+# each, and the kernel's forgetting them (drop_caches) frees them.
+walk_then_forget() {
+  n=$(find "$M" -printf '%s\n' | wc -l)
+  [ "$n" -eq "$2" ] || fail "${1}find saw $n objects"
+  walked=$(nodes)
+  echo "${1}nodes after the walk: $walked"
+  [ "$walked" -ge 20000 ] || fail "${1}expected a node per object, got $walked"
+  sync; echo 2 > /proc/sys/vm/drop_caches
+  sleep 1
+  after=$(nodes)
+  echo "${1}nodes after the kernel forgot: $after"
+  [ "$after" -lt 2000 ] || fail "${1}nodes not freed on FORGET: $after"
+}
 # A walk that needs names only gets plain READDIRs after each directory's first
 # page of READDIRPLUS, and that page of a directory bigger than one page looks
 # up its subdirectories only, so no file is looked up (it was about 25 files per
@@ -53,16 +67,7 @@ named=$(nodes)
 echo "nodes after a walk of names: $named"
 [ "$named" -lt 1000 ] || fail "a walk of names looked up $named objects"
 # -printf %s stats every object, so each one is looked up.
-n=$(find "$M" -printf '%s\n' | wc -l)
-[ "$n" -eq 20207 ] || fail "find saw $n objects"
-walked=$(nodes)
-echo "nodes after the walk: $walked"
-[ "$walked" -ge 20000 ] || fail "expected a node per object, got $walked"
-sync; echo 2 > /proc/sys/vm/drop_caches
-sleep 1
-after=$(nodes)
-echo "nodes after the kernel forgot: $after"
-[ "$after" -lt 2000 ] || fail "nodes not freed on FORGET: $after"
+walk_then_forget "" 20207
 over=$(awk '/^ns_over_forgets / { print $2 }' "$WORK/st")
 [ "$over" = 0 ] || fail "the kernel forgot more than it looked up: ns_over_forgets $over"
 grep '^rss_kb' "$WORK/st"
@@ -76,15 +81,6 @@ pid=$!
 i=0; while ! mountpoint -q "$M" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 mountpoint -q "$M" || fail "tmp= mount did not come up"
 key=ns_nodes
-n=$(find "$M" -printf '%s\n' | wc -l)
-[ "$n" -eq 20208 ] || fail "find saw $n objects on the tmp= mount"
-walked=$(nodes)
-echo "tmp= mount: nodes after the walk: $walked"
-[ "$walked" -ge 20000 ] || fail "expected a node per object, got $walked"
-sync; echo 2 > /proc/sys/vm/drop_caches
-sleep 1
-after=$(nodes)
-echo "tmp= mount: nodes after the kernel forgot: $after"
-[ "$after" -lt 2000 ] || fail "nodes not freed on FORGET: $after"
+walk_then_forget "tmp= mount: " 20208
 kill -TERM "$pid"; wait "$pid" || fail "daemon exit status"
 echo "forget: ok"

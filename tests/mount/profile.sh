@@ -18,12 +18,7 @@ work() {
   dd if="$M/lib/big.so" of=/dev/null bs=64k skip=10 count=2 2>/dev/null || fail "read big.so"
 }
 # run_cold NAME OPTS: mount, run the workload, unmount; counters in $WORK/NAME.stats
-run_cold() {
-  mnt "$M" "$WORK/img.cairn" -o "stats=$WORK/$1.stats${2:+,$2}" || fail "mount $1 ($2)"
-  work
-  umnt "$M"
-  wait_file "$WORK/$1.stats" || fail "no stats for $1"
-}
+run_cold() { run_workload "$1" "$WORK/img.cairn" "$2"; }
 
 mnt "$M" "$WORK/img.cairn" -o trace="$WORK/trace" || fail "mount with trace="
 work

@@ -34,10 +34,9 @@ work() {
 }
 # run NAME CACHE_DIR [OPTS]: mount, the workload, unmount; counters in $WORK/NAME.stats
 run() {
-  mnt "$M" "$URL" -o "stats=$WORK/$1.stats${2:+,cache_dir=$2}${3:+,$3}" || fail "mount $1"
-  work
-  umnt "$M"
-  wait_file "$WORK/$1.stats" || fail "no stats for $1"
+  _o=${2:+cache_dir=$2}
+  [ -z "${3:-}" ] || _o="${_o:+$_o,}$3"
+  run_workload "$1" "$URL" "$_o"
 }
 profile_reqs() { grep -c '^/img.cairn.profile ' "$LOG"; }
 
