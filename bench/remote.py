@@ -15,9 +15,10 @@ mounted with -o prefetch (the hot prefix is read at mount, in parallel ranges).
 Times are mount + workload (the mount call returns once the mount is up).
 
 usage: bench/remote.py [--build build] [--runs 3] [--only java,python] [--out FILE]
-                      [--variants empty,warm,...]
+                      [--variants empty,warm,...] [--opts max_io=4m,...]
 --variants runs a subset (to profile one comparison; never with --out): a warm
-variant without its empty one is primed by one untimed run first.
+variant without its empty one is primed by one untimed run first. --opts adds
+mount options to the http variants (to compare a setting; never with --out).
 Needs root (drop_caches, mounts). Prints a markdown table per workload, with the
 issue's goals; --out also writes them to FILE (docs/bench/remote.md, which
 bench/report.py includes in docs/BENCHMARKS.md as is).
@@ -111,6 +112,7 @@ def read_stats(path):
 class Bench:
     def __init__(self, args):
         self.cairn = os.path.abspath(os.path.join(args.build, "cairn"))
+        self.opts = "," + args.opts if args.opts else ""
         self.work = tempfile.mkdtemp(prefix="cairn-bench-remote.", dir="/dev/shm")
         os.chmod(self.work, 0o755)
         self.www = os.path.join(self.work, "www")
@@ -181,11 +183,11 @@ class Bench:
         drop_caches()
         t0 = time.monotonic()
         if variant in ("empty", "warm"):
-            self.mount(url, mnt, f"delay={DELAY},cache_dir={dc},stats={stats}")
+            self.mount(url, mnt, f"delay={DELAY},cache_dir={dc},stats={stats}{self.opts}")
         elif variant in ("oempty", "owarm"):
             # noprofile: the hot prefix alone, not a profile learnt in the cache dir
             self.mount(url.replace(".cairn", "-ordered.cairn"), mnt,
-                       f"delay={DELAY},cache_dir={dc}-o,prefetch,noprofile,stats={stats}")
+                       f"delay={DELAY},cache_dir={dc}-o,prefetch,noprofile,stats={stats}{self.opts}")
         elif variant == "curl":
             time.sleep(0.020)  # the delay of its one request
             copy = os.path.join(self.work, "copy.cairn")
@@ -221,9 +223,13 @@ def main():
     ap.add_argument("--only", default="java,python")
     ap.add_argument("--out", default=None)
     ap.add_argument("--variants", default=",".join(v for v, _ in VARIANTS))
+    ap.add_argument("--opts", default="",
+                    help="more mount options for the http variants (to compare settings; "
+                         "never with --out)")
     args = ap.parse_args()
     picked = args.variants.split(",")
-    if set(picked) - {v for v, _ in VARIANTS} or (args.out and len(picked) < len(VARIANTS)):
+    if set(picked) - {v for v, _ in VARIANTS} or \
+            (args.out and (len(picked) < len(VARIANTS) or args.opts)):
         ap.error("--variants: a subset of " + ",".join(v for v, _ in VARIANTS) +
                  " (the full set with --out)")
     b = Bench(args)

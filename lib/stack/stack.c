@@ -525,6 +525,16 @@ static int open_plan(const char *path, const struct plan *p, char *why, size_t w
 	return 0;
 }
 
+/* A remote request pays a round trip (20 ms in bench/remote.py) before its
+ * first byte and then runs at one connection's bandwidth (100 MB/s there): a
+ * 1 MiB request is 2/3 waiting, and the hot prefix of an ordered image, queued
+ * in max_io requests 4 at a time, took 31 requests and 0.31 s for Java Hello's
+ * 26 MiB. 4 MiB, about twice bandwidth x latency, keeps each connection
+ * transferring 2/3 of the time: 10 requests, 0.19 s (docs/bench/remote13.md;
+ * 2 MiB 0.24 s, 8 MiB 0.23 s: fewer requests than connections by then, and
+ * each first byte comes later). -o max_io= sets any size. */
+#define REMOTE_MAX_IO (4u << 20)
+
 int cairn_stack_open_faulty(const char *path, const struct cairn_stack_opts *opts,
 			    const struct cairn_fault_config *fault, char *why, size_t why_len,
 			    struct cairn_stack **out)
@@ -538,6 +548,8 @@ int cairn_stack_open_faulty(const char *path, const struct cairn_stack_opts *opt
 	rc = plan_make(opts, fault, why, why_len, &p);
 	if (rc < 0)
 		return rc;
+	if (cairn_url_is_remote(path) && !p.cache.max_io)
+		p.cache.max_io = REMOTE_MAX_IO;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
