@@ -80,6 +80,13 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 	c->max_io = (d.max_io ? d.max_io : DEFAULT_MAX_IO) / S * S;
 	if (c->max_io < S)
 		c->max_io = S;
+	/* A stream's reads and readahead end on a max_io boundary (a file costs
+	 * ceil(size / max_io) requests), but a larger max_io is for the hot prefix
+	 * and profile prefetch of a remote image: rounding streams to 4 MiB there
+	 * fetched Java Hello 46.1 MiB for 21.9 read, against 42.0 at 1 MiB. */
+	c->ra_unit = c->max_io < DEFAULT_MAX_IO ? c->max_io : DEFAULT_MAX_IO / S * S;
+	if (c->ra_unit < S)
+		c->ra_unit = S;
 	c->ra_max = d.readahead_max ? d.readahead_max : DEFAULT_RA_MAX;
 	c->small_file = d.small_file ? d.small_file : DEFAULT_SMALL_FILE;
 	c->nthreads = d.threads ? d.threads : DEFAULT_THREADS;

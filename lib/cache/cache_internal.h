@@ -91,6 +91,7 @@ struct cairn_cache {
 	unsigned seg_shift;
 	size_t budget;
 	size_t max_io;              /* a multiple of seg_size */
+	size_t ra_unit;             /* streams end on these boundaries: max_io, at most 1 MiB */
 	size_t ra_max;
 	size_t small_file;
 	int passthrough;            /* budget CAIRN_CACHE_OFF */

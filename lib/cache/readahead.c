@@ -11,10 +11,10 @@
  *
  * A sequential stream keeps at least one window of data in flight ahead of the
  * reader. Each time it issues more, the window doubles up to readahead_max. The
- * issued range ends on a max_io boundary counted from the file's first segment
- * (from the device start without a hint), or at the end of the file, so every
- * request but the file's last is a full max_io; it never goes past the hint's
- * end (or the device end).
+ * issued range ends on a ra_unit boundary (max_io, at most 1 MiB) counted from
+ * the file's first segment (from the device start without a hint), or at the
+ * end of the file, so every request but the file's last is a full ra_unit; it
+ * never goes past the hint's end (or the device end).
  *
  * Readahead segments are claimed (put in the table as FETCHING) when queued, so
  * a reader that gets there first waits for the queued fetch instead of issuing
@@ -81,22 +81,22 @@ void stream_consult(struct cairn_cache *c, uint64_t off, size_t len,
 	if (seq) {
 		if (!st->window) {
 			st->window = 4 * round_up(len, c->seg_size);
-			if (st->window < c->max_io / 4)
-				st->window = c->max_io / 4;
+			if (st->window < c->ra_unit / 4)
+				st->window = c->ra_unit / 4;
 			if (st->window > c->ra_max)
 				st->window = c->ra_max;
 		}
 		if (st->ra_end < pos)
 			st->ra_end = pos;
 		if (st->ra_end - pos < st->window && st->ra_end < limit) {
-			uint64_t hi = base + round_up(st->ra_end + st->window - base, c->max_io);
+			uint64_t hi = base + round_up(st->ra_end + st->window - base, c->ra_unit);
 
 			plan->ra_lo = st->ra_end;
 			plan->ra_hi = hi < limit ? hi : limit;
 			st->ra_end = plan->ra_hi;
 			st->window = st->window * 2 < c->ra_max ? st->window * 2 : c->ra_max;
 		}
-		plan->sync_hi = base + round_up(pos - base, c->max_io);
+		plan->sync_hi = base + round_up(pos - base, c->ra_unit);
 		if (plan->sync_hi > limit)
 			plan->sync_hi = limit;
 	} else {
