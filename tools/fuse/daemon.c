@@ -707,7 +707,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 		 * so tests count requests of their own reads, not of the mount. */
 		oo.fault = o->has_fault ? &no_faults : NULL;
 		/* The kernel reads ahead itself (READ_AHEAD_KB, in requests of up to
-		 * 1 MiB, each already extended to a max_io boundary by the cache), so
+		 * 1 MiB, each already extended to a 1 MiB boundary by the cache), so
 		 * the cache's own readahead only needs to cover what is in flight; a
 		 * deeper one fetched data the kernel never asked for and held it (Java
 		 * Hello: 4 MiB readahead, 60 requests and 8 MiB left in the cache;
