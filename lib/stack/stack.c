@@ -530,9 +530,10 @@ static int open_plan(const char *path, const struct plan *p, char *why, size_t w
  * 1 MiB request is 2/3 waiting, and the hot prefix of an ordered image, queued
  * in max_io requests 4 at a time, took 31 requests and 0.31 s for Java Hello's
  * 26 MiB. 4 MiB, about twice bandwidth x latency, keeps each connection
- * transferring 2/3 of the time: 10 requests, 0.19 s (docs/bench/remote13.md;
- * 2 MiB 0.24 s, 8 MiB 0.23 s: fewer requests than connections by then, and
- * each first byte comes later). -o max_io= sets any size. */
+ * transferring 2/3 of the time: 10-12 requests, 0.19-0.24 s (2 MiB 0.24 s,
+ * 8 MiB 0.23 s: fewer requests than connections by then, and each first byte
+ * later; docs/bench/remote13.md). Streams still end on 1 MiB boundaries
+ * (ra_unit, lib/cache/readahead.c). -o max_io= sets any size. */
 #define REMOTE_MAX_IO (4u << 20)
 
 int cairn_stack_open_faulty(const char *path, const struct cairn_stack_opts *opts,
