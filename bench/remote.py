@@ -73,7 +73,8 @@ class Nginx:
 error_log {d}/error.log;
 events {{ worker_connections 256; }}
 http {{
-  access_log {d}/access.log;
+  log_format timed '$msec $request_time $body_bytes_sent "$http_range"';
+  access_log {d}/access.log timed;  # a timeline: end time, duration, bytes, range
   client_body_temp_path {d}/tmp/b; proxy_temp_path {d}/tmp/p; fastcgi_temp_path {d}/tmp/f;
   uwsgi_temp_path {d}/tmp/u; scgi_temp_path {d}/tmp/s;
   keepalive_requests 100000;
