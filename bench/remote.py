@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Remote images: Java Hello and Python start-up, cold, from nginx on 127.0.0.1.
 
-nginx serves the images from tmpfs with `limit_rate` (100 MB/s per connection),
-and cairn's own delay layer adds 20 ms to every HTTP request (-o delay=20ms sits
-above the http device). Side by side, round-robin, in one run:
+nginx serves the images from tmpfs with `limit_rate` (100 MB/s per connection;
+but nginx lets the first 100 MB of each request through unthrottled, so it holds
+back only curl's whole-image request: docs/bench/remote13.md), and cairn's own
+delay layer adds 20 ms to every HTTP request (-o delay=20ms sits above the http
+device). nginx's access.log is a timeline: end time, duration, bytes, range. Side by side, round-robin, in one run:
   http, empty disk cache   drop_caches, a fresh mount with an empty cache_dir
   http, warm disk cache    drop_caches, a fresh mount with the cache of the run before
   curl, then run           what users do today: curl the whole image (+20 ms for its
