@@ -53,7 +53,7 @@
 struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
-	int deliver;              /* a chunk's or segment's rest: dropped once stored */
+	int deliver;              /* a chunk's or segment's rest: pushed only while cached */
 };
 
 /* Chunk (or segment) pushes queued or running at most; the reads that come in
@@ -307,8 +307,10 @@ static size_t push_piece(struct push *p, struct push_range *r)
 			return 0;
 		push_retry_wait(r->tries - 1);
 	}
-	if (r->deliver)
-		cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got);
+	/* Stored: the kernel has these pages now, hot ones too, so the caches
+	 * need not hold them for the push any more (a daemon held the 25 MiB hot
+	 * prefix of a Java start long after the push had stored all of it). */
+	cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got);
 	if (off + (uint64_t)got >= end) {
 		r->len = 0;
 		return (size_t)got;
