@@ -5,6 +5,8 @@
 #   bench_unmount MNT        fusermount3 -u, retried for 5 s
 #   bench_wait_mount NAME MNT   until MNT is a mount point (10 s), else exits
 #   bench_median             stdin's numbers: "median min max"
+#   bench_rss_kb PID         the daemon's VmRSS in KiB, as bench.py takes it
+#                            (bench/procmem.py: the one definition of daemon memory)
 bench_root=$(cd "$(dirname "$0")/.." && pwd)
 
 bench_cairn() {
@@ -32,4 +34,8 @@ bench_wait_mount() {
 
 bench_median() {
   sort -n | awk '{ v[NR] = $1 } END { printf "%s %s %s\n", v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
+
+bench_rss_kb() {
+  python3 -B "$bench_root/bench/procmem.py" "$1" | cut -d' ' -f1
 }

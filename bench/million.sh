@@ -136,7 +136,7 @@ cpu_ms() {
 }
 rss_mib() {
   [ -n "$pid" ] || { echo -; return; }
-  awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status"
+  bench_rss_kb "$pid" | awk '{ printf "%.1f", $1 / 1024 }'
 }
 now_ns() { date +%s%N; }
 

@@ -62,12 +62,26 @@ def mib(x):
 
 
 def mem_mib(runs):
-    """Peak VmHWM over the runs, and the median VmRSS after them (what the daemon
-    holds once the workload is done), MiB."""
+    """Peak VmHWM over the runs, and the median VmRSS after them, MiB
+    (bench/procmem.py)."""
     vals = [r["mem"] for r in runs if r.get("mem")]
     if not vals:
         return "–"
-    return f"{max(v[0] for v in vals) / 1024:.1f} / {med([v[1] for v in vals]) / 1024:.1f}"
+    return (f"{max(v['hwm'] for v in vals) / 1024:.1f} / "
+            f"{med([v['rss'] for v in vals]) / 1024:.1f}")
+
+
+def rss_after_cold(runs):
+    """Median VmRSS right after the cold run of a fresh mount, MiB: the figure the
+    lean-daemon goals of issue 17 name (bench/procmem.py)."""
+    vals = [r["mem_cold"]["rss"] for r in runs if r.get("mem_cold")]
+    return f"{med(vals) / 1024:.1f}" if vals else "–"
+
+
+def rss_peak(runs):
+    """Peak VmHWM over the runs (cold and warm), MiB."""
+    vals = [r["mem"]["hwm"] for r in runs if r.get("mem")]
+    return f"{max(vals) / 1024:.1f}" if vals else "–"
 
 
 def table(header, rows):
@@ -153,8 +167,11 @@ def method(r):
   so it tells whether a change helped even when wall times drift: on a busy machine (see
   the load average above) the wall times are mostly CPU scheduling of the workload and the
   daemons, and the spread shows how much.
-- Daemon RSS is the peak (VmHWM) of the FUSE daemon (squashfuse_ll, cairn) at the end of
-  the warm run; the kernel file systems have no daemon."""
+- Daemon memory of the FUSE daemons (squashfuse_ll, cairn; the kernel file systems have
+  none), as bench/procmem.py reads it: "RSS after cold" is VmRSS right after the cold run
+  of a fresh mount, before anything else runs on it (median of the runs: the figure the
+  lean-daemon goals of issue 17 name); "peak" is VmHWM at the end of the warm run, the
+  most over the runs."""
 
 
 # ------------------------------------------------------------------ tables
@@ -197,12 +214,13 @@ def ro_table(w, delay=None):
             count(st["req"]), ratio(st["req"], b_req),
             "–" if st["req"] is None or delay is None else f"{st['req'] * delay:.3f}",
             mib(st["bytes"]), ratio(st["bytes"], b_bytes),
-            mem_mib(runs) if s["daemon"] else "–",
+            rss_after_cold(runs) if s["daemon"] else "–",
+            rss_peak(runs) if s["daemon"] else "–",
         ])
     header = ["system", "cold s (min–max)", "cold ×best peer", "warm s (min–max)",
               "warm ×plain dir", "mount ms", "requests", "req ×best peer",
               "floor s (req × delay)", "MiB read",
-              "MiB ×best peer", "daemon RSS MiB peak / after"]
+              "MiB ×best peer", "daemon RSS MiB after cold", "daemon peak RSS MiB"]
     text = table(header, rows)
     if plain is not None:
         text += (f"\n\nPlain directory (the source tree on the host disk, warm): "

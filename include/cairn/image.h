@@ -106,6 +106,10 @@ ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *b
  * cache's budget). Metadata is never dropped so, nor hot data being prefetched. */
 void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
 			   uint64_t len);
+/* As cairn_image_delivered(), for bytes the caller itself stored into the
+ * kernel's page cache (the page-cache push of -o prefetch): hot data too is
+ * dropped then, as the push it was kept for is done with it. */
+void cairn_image_pushed(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t len);
 /* The byte range [lo, hi) of regular file ino that one decompression or one
  * segment fetch at off yields: the compressed chunk holding off (for a tail
  * packed in a fragment, the whole tail), or for an uncompressed file stored in

@@ -154,8 +154,9 @@ int cairn_ns_chunk_span(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
  * for anything else. */
 int cairn_ns_read_random(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len);
 /* With CAIRN_NS_USE_ONCE: bytes [off, off+len) of node, read by cairn_ns_read(),
- * were handed to a reader that keeps them (as cairn_ns_read_iov's fn is): the
- * image's caches may drop them (cairn_image_delivered). Otherwise a no-op. */
+ * were stored by the caller into the kernel's page cache (the push of -o
+ * prefetch): the image's caches may drop them, hot data included
+ * (cairn_image_pushed). Otherwise a no-op. */
 void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len);
 
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see

@@ -25,7 +25,10 @@
  *
  * A run of several segments is one request. When its slots are adjacent it is
  * read straight into them; otherwise into a bounce buffer, then copied (slots
- * of a run need not be adjacent). Bounce buffers are pooled like slots.
+ * of a run need not be adjacent). Bounce buffers are pooled like slots, and
+ * like freed slots only one of them stays resident: each is max_io (1 MiB)
+ * filled whole, and a cold Java start left three of them, 3 MiB of a daemon
+ * whose data the kernel had long taken (docs/bench/rss.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -149,8 +152,10 @@ int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char
 	 * stack hands them out in order) are read into directly, with no bounce. */
 	if (got == n && n > 1 && slots_adjacent(s, n))
 		n_direct = 1;
-	if (n > 1 && !n_direct && c->nbounce)
+	if (n > 1 && !n_direct && c->nbounce) {
 		*tmp = c->bounce[--c->nbounce];
+		c->bounce_warm = 0; /* the top was the only resident one */
+	}
 	pthread_mutex_unlock(&c->slot_lock);
 	for (size_t i = got; i < n; i++) {
 		s[i]->slot = SEG_NO_SLOT;
@@ -179,8 +184,18 @@ void bounce_put(struct cairn_cache *c, unsigned char *buf)
 	if (!buf)
 		return;
 	pthread_mutex_lock(&c->slot_lock);
-	if (c->nbounce < CACHE_BOUNCE_POOL) {
-		c->bounce[c->nbounce++] = buf;
+	if (c->nbounce < CACHE_BOUNCE_POOL && !c->bounce_warm) {
+		c->bounce[c->nbounce++] = buf; /* taken first, warm */
+		c->bounce_warm = 1;
+		buf = NULL;
+	} else if (c->nbounce < CACHE_BOUNCE_POOL) {
+		/* Under the warm top, without its pages (bounce_alloc aligned it to
+		 * a page and max_io is whole pages). Given back under the lock: the
+		 * pool's next user must not see its pages vanish. */
+		madvise(buf, c->max_io, MADV_DONTNEED);
+		c->bounce[c->nbounce] = c->bounce[c->nbounce - 1];
+		c->bounce[c->nbounce - 1] = buf;
+		c->nbounce++;
 		buf = NULL;
 	}
 	pthread_mutex_unlock(&c->slot_lock);

@@ -110,8 +110,9 @@ struct cairn_cache {
 	uint32_t *free_slots;       /* a stack of free slot numbers */
 	uint8_t *slot_warm;         /* per slot: its pages are resident */
 	size_t nwarm_free, warm_max;/* free slots still resident, and the most kept so */
-	unsigned char *bounce[CACHE_BOUNCE_POOL];
-	size_t nbounce;
+	unsigned char *bounce[CACHE_BOUNCE_POOL]; /* the top one may be resident, */
+	size_t nbounce;                           /* the rest hold no pages */
+	int bounce_warm;            /* bounce[nbounce - 1] is resident */
 
 	pthread_mutex_t lru_lock;
 	struct seg *lru_head;       /* the CLOCK hand points here */

@@ -319,15 +319,21 @@ static int has_hot_prefix(const struct cairn_image *img)
 	return (img->compat & CAIRN_COMPAT_HOT_PREFIX) && img->hot_len;
 }
 
-/* Hot data is kept: a push into the page cache may still read it, and reading
- * it again would cost the request the prefetch saved. */
+struct deliver_ctx {
+	struct cairn_image *img;
+	int keep_hot;
+};
+
+/* Hot data is kept while keep_hot: a push into the page cache may still read
+ * it, and reading it again would cost the request the prefetch saved. */
 static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len)
 {
-	struct cairn_image *img = ctx;
+	const struct deliver_ctx *d = ctx;
+	struct cairn_image *img = d->img;
 	uint64_t end = disk_off + len, lo = disk_off;
 
 	(void)file_off;
-	if (img->keep_hot && !img->profile && has_hot_prefix(img)) {
+	if (d->keep_hot && !img->profile && has_hot_prefix(img)) {
 		uint64_t hot_end = img->hot_off + img->hot_len;
 
 		if (disk_off < img->hot_off) /* the part before the prefix */
@@ -340,25 +346,39 @@ static int deliver_piece(void *ctx, uint64_t file_off, uint64_t disk_off, uint64
 	return 0;
 }
 
-void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
-			   uint64_t len)
+static void image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			    uint64_t len, int keep_hot)
 {
+	struct deliver_ctx d = { img, keep_hot };
 	struct cairn_rinode r;
 
-	if ((img->keep_hot && img->profile && cairn_profile_has(img->profile, ino)) ||
+	if ((keep_hot && img->profile && cairn_profile_has(img->profile, ino)) ||
 	    load_regular(img, ino, &r))
 		return;
 	/* Compressed files: the chunk cache drops what was delivered; their stored
 	 * chunks are left to the segment cache's budget (packed back to back, a
 	 * segment serves chunks not delivered yet). */
 	if (r.flags & CAIRN_IF_CHUNKED) {
-		int keep = img->keep_hot && !img->profile && has_hot_prefix(img);
+		int keep = keep_hot && !img->profile && has_hot_prefix(img);
 
 		cairn_image_chunked_delivered(img, &r, off, len, keep ? img->hot_off : 0,
 					      keep ? img->hot_off + img->hot_len : 0);
 		return;
 	}
-	(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, img);
+	(void)cairn_image_map(img, ino, &r, off, len, deliver_piece, &d);
+}
+
+void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+			   uint64_t len)
+{
+	image_delivered(img, ino, off, len, img->keep_hot);
+}
+
+/* The push is what hot data was kept for; once it stored a range, only the
+ * kernel dropping those pages would read them again. */
+void cairn_image_pushed(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t len)
+{
+	image_delivered(img, ino, off, len, 0);
 }
 
 /* A file in one piece: the cache segment holding its byte off (a miss there

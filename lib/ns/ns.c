@@ -656,8 +656,8 @@ void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
 {
 	struct ns_node view, *n = ns_node_get(ns, node, &view);
 
-	if (n->type == S_IFREG && !ns_has_upper(n) && n->has_lower)
-		delivered(ns, n->lower, off, (ssize_t)len);
+	if (ns->use_once && n->type == S_IFREG && !ns_has_upper(n) && n->has_lower && len)
+		cairn_image_pushed(ns->img, n->lower, off, len);
 }
 
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,

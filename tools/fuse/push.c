@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "daemon.h"
 
@@ -53,7 +54,7 @@
 struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
-	int deliver;              /* a chunk's or segment's rest: dropped once stored */
+	int deliver;              /* a chunk's or segment's rest: pushed only while cached */
 };
 
 /* Chunk (or segment) pushes queued or running at most; the reads that come in
@@ -71,7 +72,7 @@ struct push {
 	int stop;
 	int joined;               /* the thread has ended (push_halt) */
 	pthread_t tid;
-	char *buf;                /* PUSH_CHUNK bytes, the thread's alone */
+	char *buf;                /* PUSH_CHUNK bytes, mmap'd, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
 	uint64_t spans;           /* chunk and segment rests queued (under lock) */
 	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
@@ -307,8 +308,10 @@ static size_t push_piece(struct push *p, struct push_range *r)
 			return 0;
 		push_retry_wait(r->tries - 1);
 	}
-	if (r->deliver)
-		cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got);
+	/* Stored: the kernel has these pages now, hot ones too, so the caches
+	 * need not hold them for the push any more (a daemon held the 25 MiB hot
+	 * prefix of a Java start long after the push had stored all of it). */
+	cairn_ns_delivered(p->cf->ns, r->node, off, (uint64_t)got);
 	if (off + (uint64_t)got >= end) {
 		r->len = 0;
 		return (size_t)got;
@@ -322,6 +325,7 @@ static size_t push_piece(struct push *p, struct push_range *r)
 static void *push_main(void *arg)
 {
 	struct push *p = arg;
+	int buf_warm = 0;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -329,14 +333,25 @@ static void *push_main(void *arg)
 		uint64_t lo;
 		size_t done;
 
-		while (!p->n && !p->stop)
+		while (!p->n && !p->stop) {
+			/* Idle: the buffer's pages go back to the OS (1 MiB a
+			 * prefetching daemon held for the rest of its life). */
+			if (buf_warm) {
+				pthread_mutex_unlock(&p->lock);
+				madvise(p->buf, PUSH_CHUNK, MADV_DONTNEED);
+				pthread_mutex_lock(&p->lock);
+				buf_warm = 0;
+				continue;
+			}
 			pthread_cond_wait(&p->cond, &p->lock);
+		}
 		if (p->stop)
 			break;
 		r = heap_pop(p);
 		pthread_mutex_unlock(&p->lock);
 		lo = r.file_off;
 		done = push_piece(p, &r);
+		buf_warm = 1;
 		pthread_mutex_lock(&p->lock);
 		p->bytes += done;
 		/* A chunk is one piece (at most PUSH_CHUNK), and so is a segment
@@ -361,7 +376,9 @@ int push_start(struct daemon *cf, struct push **out)
 	if (!p)
 		return -ENOMEM;
 	p->cf = cf;
-	p->buf = malloc(PUSH_CHUNK);
+	p->buf = mmap(NULL, PUSH_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->buf == MAP_FAILED)
+		p->buf = NULL;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (!p->buf || pthread_create(&p->tid, NULL, push_main, p)) {
@@ -369,7 +386,8 @@ int push_start(struct daemon *cf, struct push **out)
 
 		pthread_cond_destroy(&p->cond);
 		pthread_mutex_destroy(&p->lock);
-		free(p->buf);
+		if (p->buf)
+			munmap(p->buf, PUSH_CHUNK);
 		free(p);
 		return err;
 	}
@@ -416,6 +434,7 @@ void push_stop(struct push *p)
 	pthread_mutex_destroy(&p->lock);
 	free(p->heap);
 	free(p->seen);
-	free(p->buf);
+	if (p->buf)
+		munmap(p->buf, PUSH_CHUNK);
 	free(p);
 }

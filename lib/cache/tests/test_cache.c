@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "cache/cache_internal.h"
 #include "cache_test_util.h"
 
 struct rig {
@@ -379,6 +382,50 @@ static void test_prefetch_claims(void **state)
 /* Segments a reader keeps (delivered) are dropped once all their bytes are, and
  * their memory with them; a partly delivered one stays. Readahead and prefetch
  * do not fetch a dropped segment again; a read of it does. */
+/* Pages of buf resident, by mincore(2). */
+static size_t resident_pages(const void *buf, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, got = 0;
+	unsigned char *vec = malloc(n);
+
+	assert_non_null(vec);
+	assert_int_equal(mincore((void *)buf, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		got += vec[i] & 1;
+	free(vec);
+	return got;
+}
+
+/* Pooled bounce buffers hold no memory but the top one: a cold Java start
+ * left three full ones (3 MiB) resident in the daemon. */
+static void test_bounce_pool_resident(void **state)
+{
+	struct rig r;
+	struct cairn_cache *c;
+	unsigned char *b[3];
+	size_t pages;
+
+	rig_open(&r, 8u << 20, NULL, 0);
+	c = r.cache;
+	pages = c->max_io / (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < 3; i++) {
+		void *p;
+
+		assert_int_equal(posix_memalign(&p, 4096, c->max_io), 0);
+		memset(p, 0xa5, c->max_io); /* a fetch fills it whole */
+		b[i] = p;
+	}
+	for (int i = 0; i < 3; i++)
+		bounce_put(c, b[i]);
+	/* The first one back is warm, on top (handed out first); the others not. */
+	assert_int_equal(c->nbounce, 3);
+	assert_ptr_equal(c->bounce[2], b[0]);
+	assert_int_equal(resident_pages(b[0], c->max_io), pages);
+	assert_int_equal(resident_pages(b[1], c->max_io), 0);
+	assert_int_equal(resident_pages(b[2], c->max_io), 0);
+	rig_close(&r);
+}
+
 static void test_delivered(void **state)
 {
 	struct cairn_cache_config cfg = { .segment_size = 65536 };
@@ -678,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch),
 		cmocka_unit_test(test_prefetch_claims),
 		cmocka_unit_test(test_delivered),
+		cmocka_unit_test(test_bounce_pool_resident),
 		cmocka_unit_test(test_prefetch_ranges),
 		cmocka_unit_test(test_prefetch_ranges_held),
 		cmocka_unit_test(test_split_read_in_parallel),
