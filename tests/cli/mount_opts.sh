@@ -2,7 +2,9 @@
 # The mount command line, before anything is mounted (no root needed): an empty
 # option value is called empty, not unknown; fstab's comment= is taken; the
 # segment size limits are enforced and in --help, for mount and the read
-# commands alike; mount.cairn --help prints its help and exits 0.
+# commands alike; mount.cairn --help prints its help and exits 0; mount --help
+# describes each option once (a stale second verify= line said the opposite of
+# the first) and every option docs/MOUNT.md's tables list.
 set -u
 work=$(mktemp -d /tmp/cairn-mount-opts.XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -33,6 +35,13 @@ expect 2 "power of two from 512 to 64M" "$CAIRN" info --segment 128M "$work/img"
 "$CAIRN" mount --help | grep -q "segment=SIZE.*512 to 64M" || fail "mount --help lacks the segment limits"
 "$CAIRN" info --help | grep -q -- "--segment SIZE.*512 to 64M" || fail "info --help lacks the segment limits"
 
+"$CAIRN" mount --help > "$work/help" || fail "mount --help exited $?"
+dups=$(grep -oE '^  [a-z_0-9]+=?' "$work/help" | sort | uniq -d)
+[ -z "$dups" ] || fail "mount --help describes these options twice: $dups"
+docs=$(dirname "$0")/../../docs/MOUNT.md
+for opt in $(grep -oE '^\| `[a-z_0-9]+' "$docs" | sed 's/^| `//' | sort -u); do
+  grep -qE "(^  |[ ,;(])$opt([=,: ]|\$)" "$work/help" || fail "mount --help lacks $opt (docs/MOUNT.md has it)"
+done
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

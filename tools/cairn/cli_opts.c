@@ -33,6 +33,7 @@ const char cli_image_opts_help[] =
 	"  --http1            never negotiate HTTP/2\n"
 	"  --cache-dir DIR    persistent disk cache of the image's bytes\n"
 	"  --cache-max SIZE   disk cache bound for all of DIR (default 1G)\n"
+	"  --cache-chunk SIZE chunk files of a new disk cache (4K..16M, default 128K)\n"
 	"  --s3-endpoint URL, --s3-region R, --s3-profile P   for s3:// (else AWS_* env)\n";
 
 void cli_err(const char *cmd, const char *fmt, ...)
