@@ -320,12 +320,19 @@ static void test_hot_codec(void **state)
 	for (size_t k = 0; k < sizeof(hotc) / sizeof(hotc[0]); k++) {
 		struct built b;
 		struct cairn_image *img;
+		struct cairn_image_info info;
 		unsigned hot[4], cold[4];
 
 		b.buf = hostile_build_order_hot(&b.len, CAIRN_MKFS_ZSTD, hotc[k], 14,
 						"/big\n/dir/mid\n");
 		img = open_buf(&b);
 		count_codecs(img, hot, cold);
+		cairn_image_get_info(img, &info); /* the record names the hot codec */
+		assert_int_equal(info.hot_codec, want[k]);
+		assert_true(info.hot_logical_bytes > 0);
+		assert_true(want[k] == CAIRN_CODEC_RAW ? info.hot_stored_bytes == info.hot_logical_bytes
+						       : info.hot_stored_bytes < info.hot_logical_bytes);
+		assert_true(info.hot_logical_bytes < info.logical_bytes);
 		/* /big's 18 chunks and two fragments (its tail, /dir/mid) */
 		assert_int_equal(hot[want[k]], 20);
 		for (unsigned c = 0; c < 4; c++)
