@@ -287,8 +287,7 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 			if (add_opts(all, val))
 				return CLI_EXIT_USAGE;
 		} else if (a[0] == '-' && a[1]) {
-			cli_err("mount", "unknown flag '%s'", a);
-			fputs(usage, stderr);
+			cli_err("mount", "unknown flag '%s' (see cairn mount --help)", a);
 			return CLI_EXIT_USAGE;
 		} else if (*npos < 2) {
 			pos[(*npos)++] = a;
@@ -299,8 +298,10 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 	}
 	if (*all && parse_opts(o, *all))
 		return CLI_EXIT_USAGE;
-	if (*npos != (o->empty ? 1 : 2)) {
-		fputs(usage, stderr);
+	if (*npos != (o->empty ? 1 : 2)) { /* say what is missing, not all of --help */
+		cli_err("mount", "%s (see cairn mount --help)",
+			!o->empty ? "needs IMAGE and MOUNTPOINT" :
+			*npos ? "--empty takes no IMAGE, only MOUNTPOINT" : "--empty needs MOUNTPOINT");
 		return CLI_EXIT_USAGE;
 	}
 	if (o->empty && (o->overlay || o->tmp_paths)) {
