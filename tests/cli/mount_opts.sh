@@ -4,7 +4,8 @@
 # segment size limits are enforced and in --help, for mount and the read
 # commands alike; mount.cairn --help prints its help and exits 0; mount --help
 # describes each option once (a stale second verify= line said the opposite of
-# the first) and every option docs/MOUNT.md's tables list.
+# the first) and every option docs/MOUNT.md's tables list; a typo in an option
+# is answered with the option meant.
 set -u
 work=$(mktemp -d /tmp/cairn-mount-opts.XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -42,6 +43,17 @@ docs=$(dirname "$0")/../../docs/MOUNT.md
 for opt in $(grep -oE '^\| `[a-z_0-9]+' "$docs" | sed 's/^| `//' | sort -u); do
   grep -qE "(^  |[ ,;(])$opt([=,: ]|\$)" "$work/help" || fail "mount --help lacks $opt (docs/MOUNT.md has it)"
 done
+# A typo in an option names the option meant; a known option missing its value,
+# or given one it takes none, says so (all were only "unknown option").
+expect 2 "did you mean 'cache_size'" "$CAIRN" mount -o tmp=/tmp,cache_sze=1M "$work/img" "$work/none"
+expect 2 "did you mean 'prefetch'" "$CAIRN" mount -o prefech "$work/img" "$work/none"
+expect 2 "did you mean 'chunk_cache'" "$CAIRN" mount -o chunk-cache=1M "$work/img" "$work/none"
+expect 2 "tmp needs a value" "$CAIRN" mount -o tmp "$work/img" "$work/none"
+expect 2 "overlay takes no value" "$CAIRN" mount -o overlay=1 "$work/img" "$work/none"
+expect 2 "did you mean '--delay'" "$CAIRN" cat --delya 1ms "$work/img" /f
+expect 2 "did you mean '--long'" "$CAIRN" ls --lnog "$work/img"
+expect 2 "did you mean '--exclude'" "$CAIRN" mkfs --exlude x "$work/src" "$work/img2"
+expect 2 "unknown option 'fooo'\$" "$CAIRN" mount -o fooo "$work/img" "$work/none"
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

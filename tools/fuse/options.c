@@ -225,7 +225,12 @@ static int parse_one(struct mount_opts *o, char *key)
 	} else if ((rc = cli_remote_opt(&o->open, "mount", key, val)) != 0) {
 		return rc < 0 ? -1 : 0;
 	} else if (!generic_opt(key)) {
-		cli_err("mount", "unknown option '%s%s%s'", key, val ? "=" : "", val ? val : "");
+		char near[80], kv[80];
+
+		snprintf(kv, sizeof(kv), "%s%s", key, val ? "=" : ""); /* says if a value came */
+		cli_suggest(usage, kv, near, sizeof(near));
+		cli_err("mount", "unknown option '%s%s%s'%s", key, val ? "=" : "", val ? val : "",
+			near);
 		return -1;
 	}
 	return 0;
