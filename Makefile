@@ -238,6 +238,7 @@ install: $(LIBA) $(LIBSO) $(CAIRN) $(DAEMON) $(MOUNT_HELPER) $(BUILD)/cairn.pc
 	install -m 755 $(CAIRN) $(DESTDIR)$(BINDIR)/cairn
 	install -m 755 $(DAEMON) $(DESTDIR)$(LIBEXECDIR)/cairn-fuse
 	install -m 755 $(MOUNT_HELPER) $(DESTDIR)$(SBINDIR)/mount.cairn
+	ln -sf mount.cairn $(DESTDIR)$(SBINDIR)/mount.fuse.cairn # mount -t fuse.cairn
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libcairn.a
 	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
 	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so

@@ -408,43 +408,228 @@ def summary(r, stats):
             if s["peer"]:
                 continue
             v = {p: med([x[p] for x in s["runs"]]) for p in t}
-            lines.append(f"- Seed 001, **{name}** per call vs kernel tmpfs: write "
-                         f"{v['write_us'] / t['write_us']:.2f}×, rewrite "
-                         f"{v['rewrite_us'] / t['rewrite_us']:.2f}×, read "
-                         f"{v['read_us'] / t['read_us']:.2f}× (goal ≤ 1.5×).")
+            lines.append(f"- Seed 001, **{name}** per call vs kernel tmpfs: " + ", ".join(
+                f"{ph} {v[k] / t[k]:.2f}× (goal ≤ 1.5×)"
+                for ph, k in (("write", "write_us"), ("rewrite", "rewrite_us"),
+                              ("read", "read_us"))) + ".")
     return "\n".join(lines) if lines else "- No cairn figures in this run (see Skipped)."
 
 
 # ------------------------------------------------------------------ the page
 
-def other_sections(out):
-    """Sections other parts of the project write themselves (docs/bench/*.md), included
-    as they are, headings nested under ours."""
-    parts = []
+def old_machine(out):
+    """The Machine section of the page at out, for results measured before bench.py
+    stored it."""
+    try:
+        text = open(os.path.join(out, "BENCHMARKS.md")).read()
+    except OSError:
+        return "- not recorded"
+    m = re.search(r"^## Machine\n\n(.*?)\n\n## ", text, flags=re.S | re.M)
+    return m.group(1).strip() if m else "- not recorded"
+
+
+HISTORY = "<!-- bench:history -->"   # a page's text from here on stays on the page
+CURRENT = "<!-- bench:current -->"   # ... until this, which resumes what is included
+EXCERPT_LINES = 40                   # a page without markers longer than WHOLE_LINES
+WHOLE_LINES = 80                     # gives this many lines
+
+
+def bench_pages(out):
+    """The pages other parts of the project write themselves (docs/bench/*.md), each as
+    (name, title, the text the main page includes, what was left out). A page includes
+    its text up to HISTORY (or a `## History` heading, which bench/remote.py keeps at the
+    end of its page), resumed by CURRENT; the rest is linked. A page with neither is
+    included whole up to WHOLE_LINES lines, else its first EXCERPT_LINES lines up to a
+    heading, so a new page never buries the main one."""
+    pages = []
     for d in (os.path.join(out, "bench"), os.path.join(REPO, "docs", "bench")):
         if not os.path.isdir(d):
             continue
         for name in sorted(os.listdir(d)):
-            if not name.endswith(".md"):
-                continue
-            text = open(os.path.join(d, name)).read().strip()
-            m = re.match(r"#+ (.*)", text)
-            title = m.group(1) if m else name[:-3]
-            if m:
-                text = text[m.end():].strip()
-            text = re.sub(r"^(#+) ", lambda h: "#" * min(len(h.group(1)) + 1, 6) + " ", text,
-                          flags=re.M)
-            parts.append(f"## {title}\n\nFrom [bench/{name}](bench/{name}), written by its own "
-                         f"benchmark and included as is.\n\n{text}\n")
-        if parts:
+            if name.endswith(".md"):
+                pages.append((name, *page_current(open(os.path.join(d, name)).read())))
+        if pages:
             break
+    return pages
+
+
+def page_current(text):
+    lines = text.strip().splitlines()
+    m = re.match(r"#+ (.*)", lines[0]) if lines else None
+    title = m.group(1) if m else ""
+    body = lines[1:] if m else lines
+    marked = any(l.strip() in (HISTORY, CURRENT) or re.match(r"#+ History\s*$", l)
+                 for l in body)
+    if marked:
+        keep, on = [], True
+        for l in body:
+            if l.strip() == HISTORY or re.match(r"#+ History\s*$", l):
+                on = False
+            elif l.strip() == CURRENT:
+                on = True
+            elif on:
+                keep.append(l)
+        return title, "\n".join(keep).strip(), "history"
+    if len(body) <= WHOLE_LINES:
+        return title, "\n".join(body).strip(), ""
+    cut = EXCERPT_LINES
+    heads = [i for i, l in enumerate(body) if l.startswith("#") and 0 < i <= EXCERPT_LINES]
+    if heads:
+        cut = heads[-1]
+    return title, "\n".join(body[:cut]).strip(), "excerpt"
+
+
+def other_sections(pages):
+    """The pages' current parts, headings nested under ours, each with its link."""
+    parts = []
+    for name, title, text, left in pages:
+        text = re.sub(r"^(#+) ", lambda h: "#" * min(len(h.group(1)) + 1, 6) + " ", text,
+                      flags=re.M)
+        more = {"history": f" Its earlier runs and how it got here stay on "
+                           f"[that page](bench/{name}).",
+                "excerpt": f" An excerpt: the whole page is [bench/{name}](bench/{name}) "
+                           f"(it marks no current part with `{HISTORY}`).",
+                "": ""}[left]
+        parts.append(f"## {title or name[:-3]}\n\nFrom [bench/{name}](bench/{name}), written "
+                     f"by its own benchmark.{more}\n\n{text}\n")
     return "\n".join(parts)
 
 
-def write(r, out, b):
+# ------------------------------------------------------------------ goals
+
+GOAL = re.compile(r"\(goal\s*(≤|<=|<|≥|>=|>)\s*([\d.]+(?:\s*\+\s*[\d.]+)*)([^)]*)\)")
+NUM = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def goal_met(fig, op, target):
+    return {"≤": fig <= target, "<=": fig <= target, "<": fig < target,
+            "≥": fig >= target, ">=": fig >= target, ">": fig > target}[op]
+
+
+def split_top(line, seps=",;"):
+    """line cut at the separators outside parentheses."""
+    out, depth, cur = [], 0, ""
+    for ch in line:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch in seps and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
+
+
+def last_sentence(para, n=90):
+    t = re.split(r"(?<=[.:])\s+(?=[A-Z0-9`(])", para.strip())[-1].rstrip(":") if para else ""
+    return t if len(t) <= n else t[:n - 1] + "…"
+
+
+def goal_rows(text, where):
+    """Every "FIGURE (goal OP TARGET)" of text (bullets and table cells, as report.py,
+    bench/remote.py and the pages write them), and the rows of tables headed `| goal |`
+    (goal, measured, verdict), as rows of the goals table: (where, what, figure, goal,
+    met). Met is computed from the figure and the target when the text gives both. A
+    goal is named by the heading above it (up to its first comma), then the bullet's
+    lead or the table row, column and the sentence that introduces the table."""
+    rows, head, header, para, intro, blank = [], "", [], "", "", False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            head = split_top(line.lstrip("#").strip(), ",")[0].strip()
+            para = ""
+            continue
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if set("".join(cells)) <= set("-: "):
+                continue
+            if not header:
+                header, intro = cells, last_sentence(para)
+                continue
+            if header[0].lower() == "goal" and len(cells) >= 3:
+                rows.append((where, head, cells[1], cells[0], cells[-1] or "–"))
+                continue
+            if "goal" in [h.lower() for h in header[1:]]:  # "| ... | figure | goal |"
+                i = [h.lower() for h in header].index("goal")
+                g = GOAL.search(f"(goal {cells[i]})") if i < len(cells) else None
+                if g and i > 0:
+                    what = "; ".join(x for x in (head, intro) if x)
+                    rows.append(goal_row(where, what, f"{cells[0]}, {header[i - 1]}: "
+                                         f"{cells[i - 1]}", g))
+                continue
+            for i, c in enumerate(cells):
+                for g in GOAL.finditer(c):
+                    col = header[i] if i < len(header) else ""
+                    what = "; ".join(x for x in (head, intro) if x)
+                    rows.append(goal_row(where, what, f"{cells[0]}, {col}: " + c[:g.start()], g))
+            continue
+        header = []
+        if not line.strip():
+            blank = True
+            continue
+        para, blank = (line if blank else para + " " + line), False
+        if "(goal" not in line:
+            continue
+        lead = line.lstrip("-* ").split(":", 1)
+        label = lead[0].replace("**", "") if len(lead) == 2 else ""
+        for seg in split_top(lead[-1]):
+            for g in GOAL.finditer(seg):
+                what = f"{head}: {label}" if head and label else head or label
+                rows.append(goal_row(where, what.strip(), seg[:g.start()], g))
+    return rows
+
+
+def goal_row(where, what, before, g):
+    fig_text = before.strip().replace("**", "").rstrip(",; ")
+    nums = NUM.findall(fig_text.split(":")[-1])
+    target = sum(float(x) for x in NUM.findall(g.group(2)))
+    met = "–"
+    if nums:
+        met = "met" if goal_met(float(nums[0]), g.group(1), target) else "**not met**"
+    return (where, what, fig_text, f"{g.group(1)} {g.group(2)}{g.group(3)}".strip(), met)
+
+
+def goals_table(summary_text, pages):
+    """One row per goal a page states in words, one per group of computed goals (the
+    same workload and system), with how many of them are met."""
+    rows = goal_rows(summary_text, "[this run](#summary)")
+    for name, title, text, _ in pages:
+        m = re.search(r"issue (\d+)", title)
+        where = f"[{'issue ' + m.group(1) if m else name[:-3]}](bench/{name})"
+        rows += goal_rows(text, where)
+    if not rows:
+        return "- No goals stated by this run or the pages."
+    out, groups = [], {}
+    for where, what, fig, goal, met in rows:
+        if met in ("met", "**not met**", "–") and goal[:1] in "≤<≥>":
+            key = (where, what)
+            if key not in groups:
+                groups[key] = []
+                out.append(key)
+            groups[key].append(f"{fig} ({goal}){'' if met == 'met' else ' ✗'}")
+            groups[key + ("n",)] = groups.get(key + ("n",), 0) + (met == "met")
+        else:
+            out.append([where, goal, fig, met])
+    lines = []
+    for o in out:
+        if isinstance(o, tuple):
+            n, k = len(groups[o]), groups[o + ("n",)]
+            lines.append([o[0], o[1], "; ".join(groups[o]),
+                          "met" if k == n else f"**{k} of {n} met**"])
+        else:
+            lines.append(o)
+    return table(["issue / page", "goal", "latest figures (✗: not met)", "met"], lines)
+
+
+def write(r, out, b, keep_json=False):
+    """The page from results r into out/BENCHMARKS.md (and out/bench/results.json and
+    the charts). The machine is described as it was when r was measured: bench.py's
+    runs store it in r; for older results, the page being replaced still has it."""
     os.makedirs(os.path.join(out, "bench"), exist_ok=True)
-    with open(os.path.join(out, "bench", "results.json"), "w") as f:
-        json.dump(r, f, indent=1, default=str)
+    if "machine" not in r:
+        r["machine"] = old_machine(out) if keep_json else machine_info(r)
+    if not keep_json:
+        with open(os.path.join(out, "bench", "results.json"), "w") as f:
+            json.dump(r, f, indent=1, default=str)
     stats = {}
     sections = []
     charts = []
@@ -468,26 +653,34 @@ def write(r, out, b):
                       "the same workload, joined (" +
                       ", ".join(f"{k}: {v} lines" for k, v in traces.items()) +
                       "), and are mounted with `-o prefetch`.")
+    pages = bench_pages(out)
+    summ = summary(r, stats)
     page = f"""# cairn benchmarks
 
 Generated by `bench/run.sh {r['mode']}` (`make bench`) on {now}, in {r['elapsed']:.0f} s.
 Do not edit: bench/report.py writes this page, and every figure in it comes from that run
 (raw data: [bench/results.json](bench/results.json)), except the sections included from
-docs/bench/*.md near the end, which their own benchmarks write.
+docs/bench/*.md after the tables, which their own benchmarks write: each page's current
+part is included (up to a `<!-- bench:history -->` line or a `## History` heading, resumed
+by `<!-- bench:current -->`), its history stays on the page, linked; a page with neither
+is included whole up to 80 lines, else as an excerpt of its first 40.
 
 ![Java Hello cold start per system](bench/coldstart.png)
 
 ## Summary
 
-{summary(r, stats)}
+{summ}
 
-## Machine
+## Goals
 
-{machine_info(r)}
+Every figure stated against a goal, in this run's summary and in the current part of
+each docs/bench page, with a link to where it is stated. A page's goal appears here
+when it is written as `FIGURE (goal ≤ TARGET)` (in a bullet or a table cell), in a
+table with a `goal` column (the figure is the column before it), or as a row of a table
+headed `| goal | measured | verdict |`, whose verdict is copied as written; met is
+otherwise computed from the figure and the target.
 
-## Method
-
-{method(r)}
+{goals_table(summ, pages)}
 
 ## Read-only workloads{trace_note}
 
@@ -511,7 +704,15 @@ when they were built, shown with its date (`bench.py --rebuild` builds them all 
 
 {files_tables(r['files'])}
 
-{other_sections(out)}
+## Machine
+
+{r['machine']}
+
+## Method
+
+{method(r)}
+
+{other_sections(pages)}
 ## Skipped
 
 {skipped}
@@ -527,3 +728,13 @@ when they were built, shown with its date (`bench.py --rebuild` builds them all 
     page = re.sub(r"\n{3,}", "\n\n", page)
     with open(os.path.join(out, "BENCHMARKS.md"), "w") as f:
         f.write(page)
+
+
+if __name__ == "__main__":
+    # Rewrite the page from a run's results, without measuring again: after a change to
+    # this file or to a docs/bench page (`python3 bench/report.py [RESULTS [OUT]]`).
+    import sys
+    res = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "docs", "bench", "results.json")
+    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO, "docs")
+    with open(res) as f:
+        write(json.load(f), out, None, keep_json=True)

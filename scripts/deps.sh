@@ -12,7 +12,7 @@ list=0
 [ "${1:-}" = "--list" ] && { list=1; shift; }
 PKGS="build-essential clang pkg-config libxxhash-dev libzstd-dev liblz4-dev zlib1g-dev \
 libcmocka-dev libfuse3-dev fuse3 attr acl python3 libclang-rt-14-dev openjdk-17-jdk-headless \
-libcap2-bin libcurl4-openssl-dev libssl-dev"
+libcap2-bin libcurl4-openssl-dev libssl-dev strace"
 case "${1:-}" in
   bench) PKGS="$PKGS squashfs-tools squashfuse erofs-utils fuse-overlayfs fio gnuplot-nox \
 qemu-utils python3 default-jdk-headless nginx-light curl" ;;

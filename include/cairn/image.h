@@ -40,6 +40,12 @@ struct cairn_image_info {
 	uint32_t codec, level;      /* the writer's CAIRN_CODEC_* and level (lz4 > 0: lz4hc) */
 	uint64_t chunk_count, frag_count;
 	uint64_t stored_bytes, logical_bytes; /* of all chunks */
+	/* The chunks stored in the hot prefix (mkfs --order): their codec and level
+	 * as codec/level above (CAIRN_CODEC_RAW: --hot-codec none) and their bytes.
+	 * All 0 without such chunks, and for images written before format 1.2 kept
+	 * these figures. */
+	uint32_t hot_codec, hot_level;
+	uint64_t hot_stored_bytes, hot_logical_bytes;
 	/* Compressed metadata (all 0 when the metadata is stored as is). */
 	uint64_t meta_block_size;   /* logical metadata block bytes */
 	uint64_t meta_stored_len;   /* bytes of the stored area (index and blocks) */

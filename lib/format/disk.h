@@ -190,7 +190,15 @@ struct cairn_disk_chunked_super {
 	uint64_t frag_count;      /* informational: fragment chunks among them */
 	uint64_t stored_bytes;    /* informational: sum of stored_len */
 	uint64_t logical_bytes;   /* informational: sum of ulen */
-	uint8_t  reserved[64];
+	/* Informational, all 0 when no chunk is stored in the hot prefix (and in
+	 * images written before these fields): the codec and level the hot
+	 * prefix's chunks were written with (mkfs --hot-codec, else codec/level),
+	 * and the sums over the chunks whose stored bytes lie in the prefix. */
+	uint32_t hot_codec;
+	uint32_t hot_level;
+	uint64_t hot_stored_bytes;
+	uint64_t hot_logical_bytes;
+	uint8_t  reserved[40];
 	uint64_t hash;            /* XXH3-64 of these 128 bytes with this field zero */
 };
 

@@ -81,6 +81,7 @@ struct fsck {
 	unsigned char *chunk; /* CHUNK bytes for hashing, allocated once per run (per worker) */
 	uint64_t files, bytes;     /* regular files and their sizes (check_inodes) */
 	uint64_t stored, logical;  /* chunk totals (check_chunks) */
+	uint64_t hot_stored, hot_logical; /* of the chunks stored in the hot prefix */
 	struct cairn_rchunk *chunks; /* per chunk (check_chunks); stored_len 0: none */
 	uint64_t *queue, qlen;     /* directories of the walk, in walk order */
 	char (*held)[256];   /* while the digest scan runs beside: the reports, for later */
@@ -215,6 +216,8 @@ static void merge_counts(struct fsck *f, const struct fsck *w)
 	f->bytes += w->bytes;
 	f->stored += w->stored;
 	f->logical += w->logical;
+	f->hot_stored += w->hot_stored;
+	f->hot_logical += w->hot_logical;
 }
 
 /* The shard's range [lo, hi) of the pass. */
@@ -510,6 +513,11 @@ static int check_chunk_range(struct fsck *f, uint64_t lo, uint64_t hi)
 			break;
 		f->stored += c->stored_len;
 		f->logical += c->ulen;
+		if (c->stored_len && c->disk_off >= f->img->hot_off &&
+		    c->disk_off - f->img->hot_off < f->img->hot_len) {
+			f->hot_stored += c->stored_len;
+			f->hot_logical += c->ulen;
+		}
 	}
 	free(buf);
 	return rc;
@@ -540,6 +548,15 @@ static int check_chunks(struct fsck *f)
 			"%llu / %llu", (unsigned long long)cairn_le64(img->zraw.stored_bytes),
 			(unsigned long long)cairn_le64(img->zraw.logical_bytes),
 			(unsigned long long)f->stored, (unsigned long long)f->logical);
+	/* Images written before the hot totals existed have them 0. */
+	if (!rc && img->zraw.hot_logical_bytes &&
+	    (f->hot_stored != cairn_le64(img->zraw.hot_stored_bytes) ||
+	     f->hot_logical != cairn_le64(img->zraw.hot_logical_bytes)))
+		problem(f, "compression record: %llu stored / %llu logical bytes in the hot prefix, "
+			"its chunks hold %llu / %llu",
+			(unsigned long long)cairn_le64(img->zraw.hot_stored_bytes),
+			(unsigned long long)cairn_le64(img->zraw.hot_logical_bytes),
+			(unsigned long long)f->hot_stored, (unsigned long long)f->hot_logical);
 	for (uint64_t i = 0; !rc && i < img->chunk_count; i++)
 		if (v[i].stored_len)
 			v[n++] = v[i];

@@ -397,6 +397,10 @@ void cairn_image_get_info(const struct cairn_image *img, struct cairn_image_info
 		o->frag_count = cairn_le64(img->zraw.frag_count);
 		o->stored_bytes = cairn_le64(img->zraw.stored_bytes);
 		o->logical_bytes = cairn_le64(img->zraw.logical_bytes);
+		o->hot_codec = cairn_le32(img->zraw.hot_codec);
+		o->hot_level = cairn_le32(img->zraw.hot_level);
+		o->hot_stored_bytes = cairn_le64(img->zraw.hot_stored_bytes);
+		o->hot_logical_bytes = cairn_le64(img->zraw.hot_logical_bytes);
 	}
 }
 

@@ -74,6 +74,7 @@ struct mk_zplan {
 	int frag_open;            /* the last fragment takes more tails */
 	struct mk_map dedup;      /* (size, hash) -> inode index */
 	uint64_t total, done, reported, stored, logical, raw_chunks;
+	uint64_t hot_stored, hot_logical; /* of the chunks stored in the hot prefix */
 	char *buf, *buf2;         /* ZBUF each, planning only */
 };
 
@@ -742,6 +743,10 @@ static int store_batch(struct mk_zplan *z, struct zbatch *b, int fd, const char 
 		*cursor += s->len;
 		z->stored += s->len;
 		z->logical += s->ulen;
+		if (b->first + k < z->hot_jobs && s->len) { /* a zero chunk is not stored */
+			z->hot_stored += s->len;
+			z->hot_logical += s->ulen;
+		}
 		z->raw_chunks += s->codec == CAIRN_CODEC_RAW;
 		progress(z, s->ulen);
 	}
@@ -808,6 +813,14 @@ void mk_zplan_super(const struct mk_zplan *z, uint64_t chunk_off,
 	s->frag_count = cairn_le64(z->frags.n);
 	s->stored_bytes = cairn_le64(z->stored);
 	s->logical_bytes = cairn_le64(z->logical);
+	if (z->hot_logical) {
+		s->hot_codec = cairn_le32(z->hot_codec == CAIRN_MKFS_NONE ? CAIRN_CODEC_RAW :
+					  disk_codec(z->hot_codec));
+		s->hot_level = cairn_le32(z->hot_codec == CAIRN_MKFS_LZ4 ? 0 :
+					  (uint32_t)level_or_default(z->hot_codec, z->hot_level));
+		s->hot_stored_bytes = cairn_le64(z->hot_stored);
+		s->hot_logical_bytes = cairn_le64(z->hot_logical);
+	}
 	s->hash = cairn_le64(cairn_format_chunked_csum(s));
 }
 

@@ -231,9 +231,16 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	}
 	/* The root covers block 0 as it was read, before anything in it is used. */
 	cairn_sha256(vd->block0, CAIRN_BLOCK_SIZE, vd->root);
-	rc = check_root(vd, cfg, why, why_len);
-	if (!rc)
-		rc = cairn_verity_decode(vd->block0, &vd->v, why, why_len);
+	rc = cairn_verity_decode(vd->block0, &vd->v, why, why_len);
+	/* A pinned root that does not match says so before any damage the decode
+	 * found (tampering, not corruption), but an image without digests has no
+	 * root to compare: the caller names that (the hash of its block 0 is none). */
+	if (rc != -ENODATA) {
+		int bad = check_root(vd, cfg, why, why_len);
+
+		if (bad)
+			rc = bad;
+	}
 	if (!rc && vd->v.image_size > dev_size)
 		rc = WHY(-CAIRN_ECORRUPT, "image is truncated: %llu bytes on the device, the "
 			 "superblock says %llu", (unsigned long long)dev_size,

@@ -78,6 +78,15 @@ done
 cmp "$work/oh1.img" "$work/oh2.img" || fail "--hot-codec: output depends on -j"
 cmp -s "$work/oz.img" "$work/oh1.img" && fail "--hot-codec lz4hc changed nothing"
 "$CAIRN" fsck --data "$work/oh1.img" >/dev/null || fail "fsck --data of --hot-codec"
+# info names the hot prefix's codec and its bytes (it showed only -z's)
+"$CAIRN" info "$work/oh1.img" > "$work/info" || fail "info of --hot-codec"
+grep -q "^hot chunks: *lz4hc,12: [1-9][0-9]* of [1-9][0-9]* logical bytes" "$work/info" ||
+  fail "info of --hot-codec lz4hc,12: no hot chunks line: $(cat "$work/info")"
+grep -q "^compression: *zstd," "$work/info" || fail "info of --hot-codec: -z codec not zstd"
+"$CAIRN" info --json "$work/oh1.img" | grep -q '"hot_codec": "lz4hc", "hot_level": 12, "hot_stored_bytes": [1-9]' ||
+  fail "info --json of --hot-codec: no hot_codec lz4hc"
+"$CAIRN" info --json "$work/oz.img" | grep -q '"hot_codec": "zstd"' ||
+  fail "info --json of -z zstd --order: hot_codec is not zstd"
 rm -rf "$work/out"
 "$CAIRN" extract --unsafe-links "$work/oh1.img" "$work/out" || fail "extract --hot-codec"
 python3 "$here/treetool.py" cmp "$work/src" "$work/out" || fail "--hot-codec: extracted tree differs"
@@ -87,6 +96,8 @@ hot() { "$CAIRN" info "$1" | sed -n 's/^hot prefix: *\([0-9]*\) bytes.*/\1/p'; }
 [ "$(hot "$work/on.img")" -gt "$(hot "$work/oz.img")" ] ||
   fail "--hot-codec none: hot prefix $(hot "$work/on.img") not above zstd's $(hot "$work/oz.img")"
 "$CAIRN" cat "$work/on.img" /text.txt | cmp - "$work/src/text.txt" || fail "--hot-codec none: cat"
+"$CAIRN" info "$work/on.img" | grep -q "^hot chunks: *none,0: \([0-9]*\) of \1 logical" ||
+  fail "info of --hot-codec none: hot chunks not raw"
 for args in "--hot-codec lz4 --order $work/order" "-z zstd --hot-codec lz4" \
             "-z zstd --hot-codec lz5 --order $work/order"; do
   # shellcheck disable=SC2086

@@ -2,7 +2,8 @@
 # Exit codes and messages of the read-side commands: output that cannot be
 # written (> /dev/full) is exit 1 with a message; info on something that is not
 # an image (a character device, a directory, a FIFO) says what it is, naming the
-# path, and does not hang; fsck prints one bad metadata block once, well formed.
+# path, and does not hang; fsck prints one bad metadata block once, well formed;
+# a missing argument is one line naming it.
 set -u
 CAIRN=${CAIRN:-build/cairn}
 work=$(mktemp -d /tmp/cairn-errors.XXXXXX)
@@ -38,6 +39,19 @@ expect_msg "cairn ls: not a cairn image: $work/src is a directory" ls "$work/src
 mkfifo "$work/fifo"
 expect_msg "cairn info: not a cairn image: $work/fifo is a FIFO" info "$work/fifo"
 echo "ok: info on a device, a directory, a FIFO says what it is"
+
+# A missing argument is one line that says what is missing and where the help is,
+# exit 2, for every command (mount and bench read printed all of --help instead).
+for args in "info" "ls" "cat $work/img" "stat $work/img" "extract $work/img" "fsck" "digest" \
+            "mkfs $work/src" "mount $work/img" "mount" "mount --empty" "bench read"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" $args >/dev/null 2>"$work/err"; rc=$?
+  [ $rc -eq 2 ] || fail "cairn $args: exit $rc, not 2"
+  [ "$(wc -l < "$work/err")" -eq 1 ] || fail "cairn $args: $(wc -l < "$work/err") lines, not one"
+  grep -qE "needs|expected" "$work/err" && grep -q -- "--help" "$work/err" ||
+    fail "cairn $args: '$(cat "$work/err")' names neither what is missing nor --help"
+done
+echo "ok: a missing argument is one line naming it"
 
 # Damage the first metadata block: every inode in it fails with the same reason.
 # (It starts after block 0 and the digest table: meta_off, from info.)

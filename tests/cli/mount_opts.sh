@@ -2,7 +2,10 @@
 # The mount command line, before anything is mounted (no root needed): an empty
 # option value is called empty, not unknown; fstab's comment= is taken; the
 # segment size limits are enforced and in --help, for mount and the read
-# commands alike; mount.cairn --help prints its help and exits 0.
+# commands alike; mount.cairn --help prints its help and exits 0; mount --help
+# describes each option once (a stale second verify= line said the opposite of
+# the first) and every option docs/MOUNT.md's tables list; a typo in an option
+# is answered with the option meant.
 set -u
 work=$(mktemp -d /tmp/cairn-mount-opts.XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -33,6 +36,24 @@ expect 2 "power of two from 512 to 64M" "$CAIRN" info --segment 128M "$work/img"
 "$CAIRN" mount --help | grep -q "segment=SIZE.*512 to 64M" || fail "mount --help lacks the segment limits"
 "$CAIRN" info --help | grep -q -- "--segment SIZE.*512 to 64M" || fail "info --help lacks the segment limits"
 
+"$CAIRN" mount --help > "$work/help" || fail "mount --help exited $?"
+dups=$(grep -oE '^  [a-z_0-9]+=?' "$work/help" | sort | uniq -d)
+[ -z "$dups" ] || fail "mount --help describes these options twice: $dups"
+docs=$(dirname "$0")/../../docs/MOUNT.md
+for opt in $(grep -oE '^\| `[a-z_0-9]+' "$docs" | sed 's/^| `//' | sort -u); do
+  grep -qE "(^  |[ ,;(])$opt([=,: ]|\$)" "$work/help" || fail "mount --help lacks $opt (docs/MOUNT.md has it)"
+done
+# A typo in an option names the option meant; a known option missing its value,
+# or given one it takes none, says so (all were only "unknown option").
+expect 2 "did you mean 'cache_size'" "$CAIRN" mount -o tmp=/tmp,cache_sze=1M "$work/img" "$work/none"
+expect 2 "did you mean 'prefetch'" "$CAIRN" mount -o prefech "$work/img" "$work/none"
+expect 2 "did you mean 'chunk_cache'" "$CAIRN" mount -o chunk-cache=1M "$work/img" "$work/none"
+expect 2 "tmp needs a value" "$CAIRN" mount -o tmp "$work/img" "$work/none"
+expect 2 "overlay takes no value" "$CAIRN" mount -o overlay=1 "$work/img" "$work/none"
+expect 2 "did you mean '--delay'" "$CAIRN" cat --delya 1ms "$work/img" /f
+expect 2 "did you mean '--long'" "$CAIRN" ls --lnog "$work/img"
+expect 2 "did you mean '--exclude'" "$CAIRN" mkfs --exlude x "$work/src" "$work/img2"
+expect 2 "unknown option 'fooo'\$" "$CAIRN" mount -o fooo "$work/img" "$work/none"
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

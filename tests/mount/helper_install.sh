@@ -6,7 +6,8 @@
 # system's sbin with an overlay and mounts through mount(8) with an empty
 # environment. The helper must find the cairn it was installed with, and that
 # cairn the FUSE daemon installed with it (PREFIX/libexec/cairn/cairn-fuse, not
-# beside it: found by the path compiled in).
+# beside it: found by the path compiled in). `mount -t fuse.cairn`, the type
+# /proc/mounts shows, works the same (make install links mount.fuse.cairn).
 . "$(dirname "$0")/common.inc"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 command -v unshare >/dev/null || skip "unshare not installed"
@@ -41,15 +42,20 @@ for p in /proc/[0-9]*; do
 done
 echo w > "$WORK/m/tmp/w" || exit 6
 env -i umount "$WORK/m" || exit 7
+env -i mount -t fuse.cairn "$WORK/img.cairn" "$WORK/m" || exit 8
+cat "$WORK/m/dir/file" > "$WORK/read2" || exit 9
+env -i umount "$WORK/m" || exit 7
 EOS
 unshare -m --propagation private sh "$WORK/inside.sh"; rc=$?
 case $rc in
   0) ;;
   3) skip "cannot mount an overlay over $sbin here" ;;
   4) fail "mount -t cairn with the installed helper and no PATH failed" ;;
+  8) fail "mount -t fuse.cairn (the type /proc/mounts shows, as fstab lines copied from it have) failed" ;;
   *) fail "inside the namespace: step $rc failed" ;;
 esac
 [ "$(cat "$WORK/read")" = installed ] || fail "content via mount -t cairn"
+[ "$(cat "$WORK/read2")" = installed ] || fail "content via mount -t fuse.cairn"
 grep -qx "$PREFIX/libexec/cairn/cairn-fuse" "$WORK/exe" ||
   fail "the daemon was not the installed cairn-fuse: $(cat "$WORK/exe")"
 echo "helper_install: mount -t cairn ran $PREFIX/bin/cairn, which ran $PREFIX/libexec/cairn/cairn-fuse"

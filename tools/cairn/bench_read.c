@@ -386,7 +386,7 @@ static int parse(int argc, char **argv, struct bench *b)
 		}
 	}
 	if (!b->image) {
-		usage(stderr);
+		cli_err("bench", "read: needs IMAGE (see cairn bench read --help)");
 		return -1;
 	}
 	if (b->random_reads && !b->raw) {

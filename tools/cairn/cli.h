@@ -93,6 +93,11 @@ int cli_parse_size(const char *s, uint64_t *out);
 int cli_check_segment(const char *what, uint64_t v);
 /* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */
 int cli_parse_duration_ns(const char *s, uint64_t *out);
+/* For an unknown option: ": did you mean 'OPTION'?" into out, OPTION the one of a
+ * --help text nearest to word (a typo of at most two letters; '-' and '_' alike,
+ * anything from '=' on ignored); else out is "". The help text is the list of
+ * options, so a new option needs no second list. */
+void cli_suggest(const char *help, const char *word, char *out, size_t len);
 /* Print "cairn <cmd>: <fmt...>\n" to stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -33,6 +33,7 @@ const char cli_image_opts_help[] =
 	"  --http1            never negotiate HTTP/2\n"
 	"  --cache-dir DIR    persistent disk cache of the image's bytes\n"
 	"  --cache-max SIZE   disk cache bound for all of DIR (default 1G)\n"
+	"  --cache-chunk SIZE chunk files of a new disk cache (4K..16M, default 128K)\n"
 	"  --s3-endpoint URL, --s3-region R, --s3-profile P   for s3:// (else AWS_* env)\n";
 
 void cli_err(const char *cmd, const char *fmt, ...)
@@ -497,3 +498,93 @@ int cli_close_stdout(const char *cmd, int rc)
 	}
 	return rc;
 }
+
+static int same_char(char x, char y)
+{
+	return x == y || (strchr("-_", x) && strchr("-_", y));
+}
+
+/* Edit distance of a[0..n) and b[0..m) counting a swap of two neighbours as one
+ * edit ("delya": delay), '-' and '_' alike; both at most 63 long. */
+static unsigned edit_distance(const char *a, size_t n, const char *b, size_t m)
+{
+	unsigned d[64][64];
+
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = (unsigned)i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = (unsigned)j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			unsigned best = d[i - 1][j - 1] + !same_char(a[i - 1], b[j - 1]);
+
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && same_char(a[i - 1], b[j - 2]) &&
+			    same_char(a[i - 2], b[j - 1]) && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[n][m];
+}
+
+/* Is the token at t one the help text names as an option: at the start of a line
+ * or after ", " or "; ", and a long option or followed by '=', ' ', ',' or ':'? */
+static int option_token(const char *help, const char *t, size_t n)
+{
+	const char *b = t;
+	char after = t[n];
+
+	while (b > help && b[-1] == ' ')
+		b--;
+	if (!(b == help || b[-1] == '\n' || (b[-1] == ',' || b[-1] == ';')))
+		return 0;
+	return t[0] == '-' || after == '=' || after == ' ' || after == ',' || after == ':' ||
+	       after == '\n';
+}
+
+void cli_suggest(const char *help, const char *word, char *out, size_t len)
+{
+	size_t wn = strcspn(word, "="), best_n = 0;
+	unsigned best = 3;
+	const char *best_t = NULL;
+
+	while (*word == '-')
+		word++, wn--;
+	if (len)
+		out[0] = 0;
+	if (!wn || wn > 63)
+		return;
+	for (const char *t = help; *t; ) {
+		size_t n = strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+		const char *k = t;
+		size_t kn = n;
+		unsigned d;
+
+		if (!n) {
+			t++;
+			continue;
+		}
+		while (kn && *k == '-')
+			k++, kn--;
+		if (kn >= 2 && kn <= 63 && option_token(help, t, n) &&
+		    (d = edit_distance(word, wn, k, kn)) < best && (d <= 1 || wn >= 6)) {
+			best = d;
+			best_t = t;
+			best_n = n;
+		}
+		t += n;
+	}
+	if (!best_t || !len)
+		return;
+	if (best == 0 && best_t[best_n] == '=' && !word[wn])
+		snprintf(out, len, ": %.*s needs a value (%.*s=...)", (int)best_n, best_t,
+			 (int)best_n, best_t);
+	else if (best == 0 && best_t[best_n] != '=' && word[wn] == '=')
+		snprintf(out, len, ": %.*s takes no value", (int)best_n, best_t);
+	else if (best > 0 || strncmp(word, best_t + strspn(best_t, "-"), wn))
+		snprintf(out, len, ": did you mean '%.*s'?", (int)best_n, best_t);
+}
+

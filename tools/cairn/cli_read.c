@@ -1,10 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the read-side commands (info, ls, cat, stat, extract, fsck). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
+
+/* The command's --help names its options: the nearest is the hint. */
+static void unknown_option(const char *cmd, const char *a, void (*usage)(FILE *f))
+{
+	char *help = NULL, near[80] = "";
+	size_t n = 0;
+	FILE *m = open_memstream(&help, &n);
+
+	if (m) {
+		usage(m);
+		if (fclose(m) == 0)
+			cli_suggest(help, a, near, sizeof(near));
+	}
+	free(help);
+	cli_err(cmd, "unknown option '%s'%s (see cairn %s --help)", a, near, cmd);
+}
 
 int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts *o,
 		  const struct cli_flag *flags, char **pos, int max_pos, int *n_pos,
@@ -52,7 +69,7 @@ int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts 
 				}
 			}
 			if (!matched) {
-				cli_err(cmd, "unknown option '%s' (see cairn %s --help)", a, cmd);
+				unknown_option(cmd, a, usage);
 				return -1;
 			}
 			continue;

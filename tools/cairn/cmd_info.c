@@ -46,13 +46,19 @@ static void features(uint32_t compat, uint32_t incompat, char *buf, size_t len)
 		snprintf(buf + n, len - n, "%sverity", n ? "," : "");
 }
 
-static const char *codec_name(const struct cairn_image_info *in)
+/* The name mkfs -z takes for the writer's codec and level (CAIRN_CODEC_RAW: none). */
+static const char *codec_name(uint32_t codec, uint32_t level)
 {
-	if (!in->chunk_size)
+	if (codec == CAIRN_CODEC_RAW)
 		return "none";
-	if (in->codec == CAIRN_CODEC_ZSTD)
+	if (codec == CAIRN_CODEC_ZSTD)
 		return "zstd";
-	return in->level ? "lz4hc" : "lz4";
+	return level ? "lz4hc" : "lz4";
+}
+
+static double ratio(uint64_t logical, uint64_t stored)
+{
+	return stored ? (double)logical / (double)stored : 0.0;
 }
 
 static void print_text(const struct cairn_image_info *in, const char *root)
@@ -86,17 +92,23 @@ static void print_text(const struct cairn_image_info *in, const char *root)
 		printf("hot prefix:    %" PRIu64 " bytes at %" PRIu64 "\n", in->hot_len, in->hot_off);
 	else
 		printf("hot prefix:    none\n");
+	if (in->hot_logical_bytes) /* with --hot-codec, another codec than the rest's */
+		printf("hot chunks:    %s,%u: %" PRIu64 " of %" PRIu64 " logical bytes (ratio %.2f)\n",
+		       codec_name(in->hot_codec, in->hot_level), in->hot_level,
+		       in->hot_stored_bytes, in->hot_logical_bytes,
+		       ratio(in->hot_logical_bytes, in->hot_stored_bytes));
 	if (!in->chunk_size) {
 		printf("compression:   none\n");
 		return;
 	}
-	printf("compression:   %s,%u, %" PRIu64 " KiB chunks\n", codec_name(in), in->level,
+	printf("compression:   %s,%u, %" PRIu64 " KiB chunks\n", codec_name(in->codec, in->level),
+	       in->level,
 	       in->chunk_size >> 10);
 	printf("chunks:        %" PRIu64 " (%" PRIu64 " fragments)\n", in->chunk_count,
 	       in->frag_count);
 	printf("stored:        %" PRIu64 " of %" PRIu64 " logical bytes (ratio %.2f)\n",
 	       in->stored_bytes, in->logical_bytes,
-	       in->stored_bytes ? (double)in->logical_bytes / (double)in->stored_bytes : 0.0);
+	       ratio(in->logical_bytes, in->stored_bytes));
 }
 
 static void print_json(const struct cairn_image_info *in, const char *root)
@@ -116,13 +128,18 @@ static void print_json(const struct cairn_image_info *in, const char *root)
 	       "\"codec\": \"%s\", \"level\": %u, \"chunk_size\": %" PRIu64 ", "
 	       "\"chunk_count\": %" PRIu64 ", \"frag_count\": %" PRIu64 ", "
 	       "\"stored_bytes\": %" PRIu64 ", \"logical_bytes\": %" PRIu64 ", "
+	       "\"hot_codec\": \"%s\", \"hot_level\": %u, "
+	       "\"hot_stored_bytes\": %" PRIu64 ", \"hot_logical_bytes\": %" PRIu64 ", "
 	       "\"meta_block_size\": %" PRIu64 ", \"meta_stored_len\": %" PRIu64 "}\n",
 	       in->version_major, in->version_minor, uuid, root, feat, in->compat, in->incompat,
 	       in->build_time, in->image_size, in->inode_count, in->file_count, in->data_bytes,
 	       in->dirent_count, in->xattr_count, in->extent_count, in->meta_off, in->meta_len,
 	       in->blob_len, in->data_off, in->data_len, in->hot_off, in->hot_len,
-	       codec_name(in), in->level, in->chunk_size, in->chunk_count, in->frag_count,
-	       in->stored_bytes, in->logical_bytes, in->meta_block_size, in->meta_stored_len);
+	       in->chunk_size ? codec_name(in->codec, in->level) : "none", in->level,
+	       in->chunk_size, in->chunk_count, in->frag_count, in->stored_bytes, in->logical_bytes,
+	       in->hot_logical_bytes ? codec_name(in->hot_codec, in->hot_level) : "none",
+	       in->hot_level, in->hot_stored_bytes, in->hot_logical_bytes,
+	       in->meta_block_size, in->meta_stored_len);
 }
 
 int cmd_info(int argc, char **argv)

@@ -334,7 +334,10 @@ int cmd_mkfs(int argc, char **argv)
 		} else if (!strcmp(a, "--no-compress-from")) {
 			rules[nrules++] = val;
 		} else if (a[0] == '-' && a[1]) {
-			cli_err("mkfs", "unknown option '%s' (try --help)", a);
+			char near[80];
+
+			cli_suggest(mkfs_help, a, near, sizeof(near));
+			cli_err("mkfs", "unknown option '%s'%s (try --help)", a, near);
 			goto out;
 		} else if (npos < 2) {
 			pos[npos++] = a;

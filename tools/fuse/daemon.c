@@ -34,7 +34,7 @@
 
 #define READ_AHEAD_KB 4096
 #define DAEMON_READAHEAD (256u << 10)
-#define IDLE_THREADS 2
+#define MAX_THREADS 10 /* libfuse's own default */
 #define DAEMON_BUDGET (12u << 20)
 
 static void errf(const char *fmt, const char *a, const char *b)
@@ -876,6 +876,7 @@ static void finish_detach(int notify_fd, char status)
 static int serve(struct daemon *cf, const struct mount_opts *o)
 {
 	struct fuse_loop_config *lc;
+	unsigned n = o->max_threads ? o->max_threads : MAX_THREADS;
 	int rc;
 
 	if (o->single)
@@ -883,12 +884,17 @@ static int serve(struct daemon *cf, const struct mount_opts *o)
 	lc = fuse_loop_cfg_create();
 	if (!lc)
 		return -ENOMEM;
-	if (o->max_threads)
-		fuse_loop_cfg_set_max_threads(lc, o->max_threads);
-	/* Each worker holds a request buffer of max_write (1 MiB) that the kernel
-	 * fills; libfuse keeps 10 idle ones by default, 10 MiB once a burst of
-	 * reads is over. Idle workers beyond IDLE_THREADS end instead. */
-	fuse_loop_cfg_set_idle_threads(lc, IDLE_THREADS);
+	/* libfuse ends a worker as soon as more than the idle count are idle and
+	 * starts one whenever a request finds none idle, so any idle count below
+	 * the pool size churns: with 2, a walk of a mount that answers OPENDIR
+	 * started a thread for most directories (744 over the JDK), its background
+	 * RELEASEDIRs overlapping the walk's own requests. Workers are kept
+	 * instead. An idle one costs its stack's few touched pages and the part of
+	 * its 1 MiB request buffer the largest request it took filled: a page for
+	 * a read-only mount, up to 1 MiB after a WRITE (bench/fuse-threads-rss.sh:
+	 * 8 parallel writers leave the daemon 7-10 MiB larger than with 2 idle). */
+	fuse_loop_cfg_set_max_threads(lc, n);
+	fuse_loop_cfg_set_idle_threads(lc, n);
 	rc = fuse_session_loop_mt(cf->se, lc);
 	fuse_loop_cfg_destroy(lc);
 	return rc;

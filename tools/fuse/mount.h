@@ -21,7 +21,7 @@ struct mount_opts {
 	struct cairn_fault_config fault;
 	int has_fault;
 	uint64_t size_limit, inode_limit;
-	unsigned max_threads;           /* 0 = libfuse default */
+	unsigned max_threads;           /* 0 = MAX_THREADS (daemon.c) */
 	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount; NONE
 					   also turns digest checking off (open.verify.off) */
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */

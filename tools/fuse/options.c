@@ -45,7 +45,6 @@ static const char usage[] =
 	"                  cache_dir (remote images learn there by default)\n"
 	"  keep_data       keep file data in the cache after replying (default: only\n"
 	"                  metadata and what the kernel has not taken yet)\n"
-	"  verify=auto|meta|none  check all metadata checksums before mounting\n"
 	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
 	"                  ENOSPC shows at fsync()/close(), not at write()\n"
 	"  single          single-threaded; threads=N caps the worker threads\n"
@@ -57,7 +56,8 @@ static const char usage[] =
 	"  proxy=URL       HTTP proxy (default: http_proxy/https_proxy from the environment)\n"
 	"  cacert=FILE     trust these CA certificates; insecure: trust any; http1\n"
 	"  cache_dir=DIR   persistent disk cache; cache_max=SIZE bounds DIR (default 1G);\n"
-	"                  the image's profile is learnt in DIR too (see noprofile)\n"
+	"                  the image's profile is learnt in DIR too (see noprofile);\n"
+	"                  cache_chunk=SIZE: its chunk files (4K..16M, default 128K)\n"
 	"  s3_endpoint=URL, s3_region=R, s3_profile=P  for s3:// (else AWS_* env)\n"
 	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
 	"                  fail device reads, for tests; SIGUSR2 clears the plan\n"
@@ -225,7 +225,12 @@ static int parse_one(struct mount_opts *o, char *key)
 	} else if ((rc = cli_remote_opt(&o->open, "mount", key, val)) != 0) {
 		return rc < 0 ? -1 : 0;
 	} else if (!generic_opt(key)) {
-		cli_err("mount", "unknown option '%s%s%s'", key, val ? "=" : "", val ? val : "");
+		char near[80], kv[80];
+
+		snprintf(kv, sizeof(kv), "%s%s", key, val ? "=" : ""); /* says if a value came */
+		cli_suggest(usage, kv, near, sizeof(near));
+		cli_err("mount", "unknown option '%s%s%s'%s", key, val ? "=" : "", val ? val : "",
+			near);
 		return -1;
 	}
 	return 0;
@@ -287,8 +292,7 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 			if (add_opts(all, val))
 				return CLI_EXIT_USAGE;
 		} else if (a[0] == '-' && a[1]) {
-			cli_err("mount", "unknown flag '%s'", a);
-			fputs(usage, stderr);
+			cli_err("mount", "unknown flag '%s' (see cairn mount --help)", a);
 			return CLI_EXIT_USAGE;
 		} else if (*npos < 2) {
 			pos[(*npos)++] = a;
@@ -299,8 +303,10 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 	}
 	if (*all && parse_opts(o, *all))
 		return CLI_EXIT_USAGE;
-	if (*npos != (o->empty ? 1 : 2)) {
-		fputs(usage, stderr);
+	if (*npos != (o->empty ? 1 : 2)) { /* say what is missing, not all of --help */
+		cli_err("mount", "%s (see cairn mount --help)",
+			!o->empty ? "needs IMAGE and MOUNTPOINT" :
+			*npos ? "--empty takes no IMAGE, only MOUNTPOINT" : "--empty needs MOUNTPOINT");
 		return CLI_EXIT_USAGE;
 	}
 	if (o->empty && (o->overlay || o->tmp_paths)) {

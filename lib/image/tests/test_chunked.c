@@ -320,12 +320,20 @@ static void test_hot_codec(void **state)
 	for (size_t k = 0; k < sizeof(hotc) / sizeof(hotc[0]); k++) {
 		struct built b;
 		struct cairn_image *img;
+		struct cairn_image_info info;
+		struct cairn_disk_chunked_super *z;
 		unsigned hot[4], cold[4];
 
 		b.buf = hostile_build_order_hot(&b.len, CAIRN_MKFS_ZSTD, hotc[k], 14,
 						"/big\n/dir/mid\n");
 		img = open_buf(&b);
 		count_codecs(img, hot, cold);
+		cairn_image_get_info(img, &info); /* the record names the hot codec */
+		assert_int_equal(info.hot_codec, want[k]);
+		assert_true(info.hot_logical_bytes > 0);
+		assert_true(want[k] == CAIRN_CODEC_RAW ? info.hot_stored_bytes == info.hot_logical_bytes
+						       : info.hot_stored_bytes < info.hot_logical_bytes);
+		assert_true(info.hot_logical_bytes < info.logical_bytes);
 		/* /big's 18 chunks and two fragments (its tail, /dir/mid) */
 		assert_int_equal(hot[want[k]], 20);
 		for (unsigned c = 0; c < 4; c++)
@@ -341,6 +349,13 @@ static void test_hot_codec(void **state)
 		check_file(img, "/small", 100, 1);
 		check_sparse(img);
 		assert_int_equal(cairn_image_fsck(img, 0, NULL, NULL), 0);
+		cairn_image_close(img);
+		/* fsck holds the record's hot totals to the chunks in the prefix */
+		z = (struct cairn_disk_chunked_super *)(b.buf + CAIRN_CHUNKED_SUPER_OFF);
+		z->hot_stored_bytes = cairn_le64(cairn_le64(z->hot_stored_bytes) + 1);
+		cairn_fixup_checksums(b.buf, b.len);
+		img = open_buf(&b);
+		assert_int_equal(cairn_image_fsck(img, 0, NULL, NULL), 1);
 		cairn_image_close(img);
 		free(b.buf);
 	}

@@ -1,0 +1,48 @@
+#!/bin/sh
+# bench/report.py's page from a run's results (docs/bench/results.json) and the
+# docs/bench pages beside it: each page gives its current part (up to
+# <!-- bench:history -->, resumed by <!-- bench:current -->, or up to a "## History"
+# heading), and its history stays out but linked; a page without markers is taken
+# whole when short, as an excerpt when long; the Goals table collects the figures
+# stated against goals, with met computed, and comes before the tables.
+set -u
+work=$(mktemp -d /tmp/cairn-bench-report.XXXXXX)
+trap 'rm -rf "$work"' EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$work/bench"
+cat > "$work/bench/marked.md" <<'P'
+# Marked page (issue 98)
+
+Current text, speed 0.50 (goal ≤ 1.0), size 7 MiB (goal < 5).
+<!-- bench:history -->
+OLD-RUN-TEXT that stays on the page.
+<!-- bench:current -->
+## Verdict
+CURRENT-VERDICT.
+P
+printf '# Remote (issue 99)\n\nNEW-TABLE\n\n## History\n\nOLD-HISTORY\n' > "$work/bench/remote.md"
+printf '# Short page\n\nSHORT-WHOLE-END\n' > "$work/bench/short.md"
+{ echo "# Long page"; echo; echo "LONG-START"; i=0
+  while [ $i -lt 100 ]; do echo "line $i"; i=$((i + 1)); done
+  echo "LONG-END"; } > "$work/bench/long.md"
+python3 -B "$repo/bench/report.py" "$repo/docs/bench/results.json" "$work" ||
+  fail "report.py exited $?"
+page=$work/BENCHMARKS.md
+for want in "Current text" "CURRENT-VERDICT" "NEW-TABLE" "SHORT-WHOLE-END" "LONG-START" \
+            "(bench/marked.md)" "(bench/remote.md)" "(bench/long.md)"; do
+  grep -qF "$want" "$page" || fail "page lacks '$want'"
+done
+grep -qx "<!-- bench:.*-->" "$page" && fail "page includes a marker line"
+for gone in "OLD-RUN-TEXT" "OLD-HISTORY" "LONG-END"; do
+  grep -qF "$gone" "$page" && fail "page includes '$gone', the history or past the excerpt"
+done
+grep -q "^| \[issue 98\](bench/marked.md) | .*speed 0.50 (≤ 1.0); size 7 MiB (< 5) ✗ | \*\*1 of 2 met\*\* |" \
+  "$page" || fail "goals table: no row for issue 98 with 1 of 2 met: $(grep 'issue 98' "$page")"
+# The Goals table comes before the run's tables, the pages after them.
+g=$(grep -n "^## Goals" "$page" | cut -d: -f1)
+t=$(grep -n "^## Read-only workloads" "$page" | cut -d: -f1)
+m=$(grep -n "^## Marked page" "$page" | cut -d: -f1)
+[ -n "$g" ] && [ -n "$t" ] && [ -n "$m" ] && [ "$g" -lt "$t" ] && [ "$t" -lt "$m" ] ||
+  fail "sections out of order: Goals $g, tables $t, pages $m"
+echo "bench report: ok"
