@@ -61,10 +61,19 @@ def mib(x):
     return "–" if x is None else f"{x / MiB:.1f}"
 
 
+def run_mem(r, key="mem"):
+    """A run's daemon memory as {'hwm', 'rss'} KiB, or None. Results written
+    before bench/procmem.py hold the pair [VmHWM, VmRSS]."""
+    m = r.get(key)
+    if isinstance(m, (list, tuple)):
+        return {"hwm": m[0], "rss": m[1]}
+    return m or None
+
+
 def mem_mib(runs):
     """Peak VmHWM over the runs, and the median VmRSS after them, MiB
     (bench/procmem.py)."""
-    vals = [r["mem"] for r in runs if r.get("mem")]
+    vals = [run_mem(r) for r in runs if run_mem(r)]
     if not vals:
         return "–"
     return (f"{max(v['hwm'] for v in vals) / 1024:.1f} / "
@@ -74,13 +83,13 @@ def mem_mib(runs):
 def rss_after_cold(runs):
     """Median VmRSS right after the cold run of a fresh mount, MiB: the figure the
     lean-daemon goals of issue 17 name (bench/procmem.py)."""
-    vals = [r["mem_cold"]["rss"] for r in runs if r.get("mem_cold")]
+    vals = [run_mem(r, "mem_cold")["rss"] for r in runs if run_mem(r, "mem_cold")]
     return f"{med(vals) / 1024:.1f}" if vals else "–"
 
 
 def rss_peak(runs):
     """Peak VmHWM over the runs (cold and warm), MiB."""
-    vals = [r["mem"]["hwm"] for r in runs if r.get("mem")]
+    vals = [run_mem(r)["hwm"] for r in runs if run_mem(r)]
     return f"{max(vals) / 1024:.1f}" if vals else "–"
 
 
