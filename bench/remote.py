@@ -3,14 +3,16 @@
 
 nginx serves the images from tmpfs with `limit_rate` (100 MB/s per connection;
 but nginx lets the first 100 MB of each request through unthrottled, so it holds
-back only curl's whole-image request: docs/bench/remote13.md), and cairn's own
-delay layer adds 20 ms to every HTTP request (-o delay=20ms sits above the http
-device). nginx's access.log is a timeline: end time, duration, bytes, range. Side by side, round-robin, in one run:
+back only curl's whole-image request: docs/bench/remote13.md). So the link is
+emulated where the latency is: cairn's own delay layer adds 20 ms to every HTTP
+request and moves at most 100 MiB/s over all connections together (-o
+delay=20ms,delay_rate=100M sits above the http device), and curl runs with
+--limit-rate 100M. nginx's access.log is a timeline: end time, duration, bytes, range. Side by side, round-robin, in one run:
   http, empty disk cache   drop_caches, a fresh mount with an empty cache_dir
   http, warm disk cache    drop_caches, a fresh mount with the cache of the run before
   curl, then run           what users do today: curl the whole image (+20 ms for its
                            one request), then mount the copy and run
-  local file, 20 ms        the image file mounted with -o delay=20ms
+  local file, 20 ms        the image file mounted with -o delay=20ms,delay_rate=100M
   local file               the image file, no delay (the "local image" of the goals)
 and the first two again on an image ordered by a traced run (mkfs --order) and
 mounted with -o prefetch (the hot prefix is read at mount, in parallel ranges).
@@ -43,7 +45,8 @@ sys.path.insert(0, HERE)
 from bench import PY_MODULES  # noqa: E402  (one list of modules for every benchmark)
 
 DELAY = "20ms"
-RATE = "100m"
+RATE = "100m"   # nginx's limit_rate: per connection, unthrottled below 100 MB
+LINK = "100M"   # the emulated link: delay_rate= of the mounts, curl's --limit-rate
 
 
 def sh(argv, **kw):
@@ -186,20 +189,21 @@ class Bench:
         drop_caches()
         t0 = time.monotonic()
         if variant in ("empty", "warm"):
-            self.mount(url, mnt, f"delay={DELAY},cache_dir={dc},stats={stats}{self.opts}")
+            self.mount(url, mnt, f"delay={DELAY},delay_rate={LINK},cache_dir={dc},stats={stats}{self.opts}")
         elif variant in ("oempty", "owarm"):
             # noprofile: the hot prefix alone, not a profile learnt in the cache dir
             self.mount(url.replace(".cairn", "-ordered.cairn"), mnt,
-                       f"delay={DELAY},cache_dir={dc}-o,prefetch,noprofile,stats={stats}{self.opts}")
+                       f"delay={DELAY},delay_rate={LINK},cache_dir={dc}-o,prefetch,noprofile,"
+                       f"stats={stats}{self.opts}")
         elif variant == "curl":
             time.sleep(0.020)  # the delay of its one request
             copy = os.path.join(self.work, "copy.cairn")
-            sh(["curl", "-s", "-f", "-o", copy, url])
+            sh(["curl", "-s", "-f", "--limit-rate", LINK, "-o", copy, url])
             self.mount(copy, mnt, f"stats={stats}")
         elif variant == "nodelay":
             self.mount(image, mnt, f"stats={stats}")
         else:
-            self.mount(image, mnt, f"delay={DELAY},stats={stats}")
+            self.mount(image, mnt, f"delay={DELAY},delay_rate={LINK},stats={stats}")
         self.workload(key, mnt)
         t = time.monotonic() - t0
         self.umount(mnt)
@@ -297,10 +301,12 @@ HEADER = """# Remote images (issue 13)
 
 `bench/remote.py`, run by `make bench` before the rest (or by hand: `python3
 bench/remote.py --runs 3 --out docs/bench/remote.md`).
-nginx serves the images from tmpfs on 127.0.0.1 with `limit_rate 100m` (100 MB/s per
-connection), and cairn's own delay layer adds **20 ms to every HTTP request**
-(`-o delay=20ms` sits right above the http device, one delay channel per connection: 4);
-the kernel here has no netem. Cold = `drop_caches` and a fresh mount; times are mount +
+nginx serves the images from tmpfs on 127.0.0.1 with `limit_rate 100m`; its limiter lets
+rate × (seconds elapsed + 1) bytes through, so it never throttles a response under 100 MB
+and holds back only curl's whole-image download. The kernel here has no netem, so the
+link is emulated in cairn's own delay layer: **20 ms for every HTTP request and 100 MiB/s
+shared by all connections** (`-o delay=20ms,delay_rate=100M` sits right above the http
+device, one delay channel per connection: 4), and curl runs with `--limit-rate 100M`. Cold = `drop_caches` and a fresh mount; times are mount +
 workload. Side by side, round-robin:
 
 - *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left,
@@ -311,7 +317,7 @@ workload. Side by side, round-robin:
 - *curl the whole image, then run*: what users do today (`curl -o`, plus 20 ms for its one
   request, then a local mount);
 - *cairn local file, 20 ms delay*: the same image as a local file through the same delay
-  (one channel, as the local benchmarks use); *cairn local file*: no delay.
+  and link (one channel, as the local benchmarks use); *cairn local file*: no delay.
 
 "MiB read by the workload" is the sum of its traced first reads, the floor of
 docs/FORMAT.md; "fetched × read" divides the HTTP body bytes by it. Daemon RSS is the

@@ -49,6 +49,7 @@ expect 2 "did you mean 'cache_size'" "$CAIRN" mount -o tmp=/tmp,cache_sze=1M "$w
 expect 2 "did you mean 'prefetch'" "$CAIRN" mount -o prefech "$work/img" "$work/none"
 expect 2 "did you mean 'chunk_cache'" "$CAIRN" mount -o chunk-cache=1M "$work/img" "$work/none"
 expect 2 "tmp needs a value" "$CAIRN" mount -o tmp "$work/img" "$work/none"
+expect 2 "delay_rate needs a size" "$CAIRN" mount -o delay=1ms,delay_rate=fast "$work/img" "$work/none"
 expect 2 "overlay takes no value" "$CAIRN" mount -o overlay=1 "$work/img" "$work/none"
 expect 2 "did you mean '--delay'" "$CAIRN" cat --delya 1ms "$work/img" /f
 expect 2 "did you mean '--long'" "$CAIRN" ls --lnog "$work/img"

@@ -27,6 +27,8 @@ static const char usage[] =
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
+	"  delay_rate=SIZE and move at most SIZE bytes a second over all requests\n"
+	"                  together (e.g. 100M): an emulated link, for benchmarks\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
 	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
@@ -158,6 +160,10 @@ static int parse_one(struct mount_opts *o, char *key)
 			return -1;
 		}
 		o->open.delay.latency_ns = v;
+	} else if (!strcmp(key, "delay_rate")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		o->open.delay.bandwidth_bps = v;
 	} else if (!strcmp(key, "stats") && val && *val) {
 		o->stats_file = val;
 	} else if (!strcmp(key, "trace") && val && *val) {
