@@ -939,6 +939,10 @@ int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev *
 		h->conns[i].h = lc.easy_init();
 		rc = h->conns[i].h ? conn_setup(h, h->conns[i].h) : -ENOMEM;
 	}
+	/* S3 answers a multi-range GET with the whole object: separate requests. */
+	for (unsigned i = 0; i < h->n_origins; i++)
+		if (h->origins[i].sigv4)
+			h->single_ranges = 1;
 	if (!rc)
 		rc = probe(h, cfg);
 	if (rc < 0) {
