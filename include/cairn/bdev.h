@@ -60,6 +60,10 @@ struct cairn_bdev_ops {
 	 * readv promises a vector costs below what it costs there: it passes the
 	 * vector down as one (cairn_bdev_readv_native() relies on this). */
 	int (*readv)(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n);
+	/* Version 3, optional (NULL: yes, when readv is set). Whether readv now
+	 * sends a vector as one request: 1 or 0. An http device says 0 once its
+	 * server turned out not to answer multi-range GETs (and always for S3). */
+	int (*readv_one)(struct cairn_bdev *dev);
 };
 
 /* Base of every device; implementations embed it first. */
@@ -89,11 +93,12 @@ int cairn_bdev_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, uns
  * vector to the device below as it is. */
 int cairn_bdev_readv_below(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n);
 /* Whether a vector sent to dev reaches slow storage as one request: dev has a
- * readv method and so has every device below it (file, mem, qcow2 and verify
- * have none: there a vector of n entries is n requests). The delay and stats
+ * readv method and so has every device below it, none of whose readv_one says
+ * no (file, mem, qcow2 and verify have no readv: there a vector of n entries
+ * is n requests). The delay and stats
  * devices count a vector as one request when this holds below them, as n
  * requests otherwise. */
-int cairn_bdev_readv_native(const struct cairn_bdev *dev);
+int cairn_bdev_readv_native(struct cairn_bdev *dev);
 void cairn_bdev_close(struct cairn_bdev *dev);
 /* The device's held method, clipped to its size: 1 held, 0 not, -ENOTSUP when it
  * has none (an ops table of version 1, or NULL there). An empty range is held. */

@@ -60,10 +60,10 @@ int cairn_bdev_readv_below(struct cairn_bdev *dev, const struct cairn_bdev_iov *
 	return dev->below ? cairn_bdev_readv(dev->below, v, n) : -EINVAL;
 }
 
-int cairn_bdev_readv_native(const struct cairn_bdev *dev)
+int cairn_bdev_readv_native(struct cairn_bdev *dev)
 {
 	for (; dev; dev = dev->below)
-		if (!has_readv(dev))
+		if (!has_readv(dev) || (dev->ops->readv_one && !dev->ops->readv_one(dev)))
 			return 0;
 	return 1;
 }

@@ -746,6 +746,11 @@ static int http_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, un
 	return rc;
 }
 
+static int http_readv_one(struct cairn_bdev *dev)
+{
+	return !atomic_load(&((struct http_bdev *)dev)->single_ranges);
+}
+
 /* ---- setup ---- */
 
 static void origin_free(struct origin *o)
@@ -780,6 +785,7 @@ static const struct cairn_bdev_ops http_ops = {
 	.read = http_read,
 	.close = http_close,
 	.readv = http_readv,
+	.readv_one = http_readv_one,
 };
 
 static char *dup_or_null(const char *s, int *oom)

@@ -125,7 +125,7 @@ static void count_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops count_ops = { 2, "count", count_read,
-						  count_close, NULL, NULL };
+						  count_close, NULL, NULL, NULL };
 
 static struct count_bdev *count_wrap(struct cairn_bdev *below)
 {

@@ -609,7 +609,7 @@ static void holder_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops holder_ops = { 2, "holder", holder_read,
-						   holder_close, holder_held, NULL };
+						   holder_close, holder_held, NULL, NULL };
 
 /* Over a device that tells what it holds, a prefetch run is all held segments
  * or all others, gaps included: mixed, the held ones would wait for the slow
@@ -704,7 +704,7 @@ static void meet_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops meet_ops = { 2, "meet", meet_read,
-						 meet_close, NULL, NULL };
+						 meet_close, NULL, NULL, NULL };
 
 /* A read that is not segment-aligned is max_io plus a piece: two requests, and
  * both go out together (a remote device pays one round trip, not two). */

@@ -376,11 +376,13 @@ static void test_readv_fallback(void **state)
 		struct cairn_bdev *d = open_http(f, NULL, 0, 0, &rc);
 
 		assert_int_equal(rc, 0);
+		assert_true(cairn_bdev_readv_native(d));
 		set_mode(f, modes[m]);
 		fill_vec(v, b);
 		assert_int_equal(cairn_bdev_readv(d, v, NV), 0);
 		check_vec(f, b);
 		assert_int_equal(requests(d), 1 + 1 + NV - 1);
+		assert_false(cairn_bdev_readv_native(d)); /* the cache then fetches runs */
 		set_mode(f, NULL); /* would answer multipart now: not asked again */
 		fill_vec(v, b);
 		assert_int_equal(cairn_bdev_readv(d, v, NV), 0);

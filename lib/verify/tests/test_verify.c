@@ -493,7 +493,7 @@ static void gate_close(struct cairn_bdev *dev)
 }
 
 static const struct cairn_bdev_ops gate_ops = { 2, "gate", gate_read,
-						 gate_close, NULL, NULL };
+						 gate_close, NULL, NULL, NULL };
 
 /* An empty cache (nothing read at open, unlike an image's) over `bytes`:
  * mem -> stats -> gate -> verify -> cache, with o's cache options. */
