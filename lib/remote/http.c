@@ -25,7 +25,10 @@
  * the entries' buffers as it arrives (multipart.c). A server that answers such
  * a request with the whole file (200) or a single range is remembered: from
  * then on this device sends a vector as separate range requests, in parallel
- * over its connections (as S3, which takes one range per GET, always is). A
+ * over its connections (as S3, which takes one range per GET, always is), and
+ * says so (readv_one), so the cache plans merged runs instead. The first
+ * readv_one asks the server with a 2-byte multi-range GET when no vector has
+ * told yet (one request, before a prefetch is planned). A
  * multipart answer that does not match what was asked fails the vector (EIO);
  * a transport failure or a 5xx sends it again as separate requests, which
  * retry and fail over as reads do.
@@ -83,7 +86,7 @@ struct http_bdev {
 	atomic_uint cur;             /* origin in use */
 	atomic_uint_fast64_t requests, bytes, n_retries, failovers, timeouts, changed, failed;
 	atomic_long http_version;
-	atomic_int single_ranges;    /* the server answers multi-range GETs otherwise */
+	atomic_int ranges;           /* how the server answers multi-range GETs: RANGES_* */
 };
 
 /* What one attempt saw. */
@@ -107,6 +110,7 @@ struct xfer {
 };
 
 enum outcome { OK, RETRY, NEXT_ORIGIN, FATAL };
+enum { RANGES_UNKNOWN, RANGES_MULTI, RANGES_SINGLE };
 
 /*
  * libcurl is opened on first use (dlopen), not linked. Linked, it loads GnuTLS,
@@ -732,9 +736,12 @@ static int http_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, un
 	for (unsigned i = 0; i < k && !rc; i += MP_MAX_RANGES) {
 		unsigned m = k - i < MP_MAX_RANGES ? k - i : MP_MAX_RANGES;
 
-		rc = m > 1 && !atomic_load(&h->single_ranges) ? multi_get(h, w + i, m) : -EAGAIN;
+		rc = m > 1 && atomic_load(&h->ranges) != RANGES_SINGLE ? multi_get(h, w + i, m)
+									: -EAGAIN;
+		if (!rc)
+			atomic_store(&h->ranges, RANGES_MULTI);
 		if (rc == -ENOTSUP)
-			atomic_store(&h->single_ranges, 1);
+			atomic_store(&h->ranges, RANGES_SINGLE);
 		if (rc == -ENOTSUP || rc == -EAGAIN)
 			rc = read_singles(h, w + i, m);
 		else if (rc)
@@ -746,9 +753,21 @@ static int http_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, un
 	return rc;
 }
 
+/* Asks the server once, with bytes 0 and 1 (a failure that tells nothing
+ * leaves it unknown: asked again next time, vectors meanwhile assumed whole). */
 static int http_readv_one(struct cairn_bdev *dev)
 {
-	return !atomic_load(&((struct http_bdev *)dev)->single_ranges);
+	struct http_bdev *h = (struct http_bdev *)dev;
+	uint8_t b[2];
+	struct cairn_bdev_iov v[2] = { { b, 1, 0 }, { b + 1, 1, 1 } };
+
+	if (atomic_load(&h->ranges) == RANGES_UNKNOWN && dev->size >= 2) {
+		int rc = multi_get(h, v, 2);
+
+		if (!rc || rc == -ENOTSUP)
+			atomic_store(&h->ranges, rc ? RANGES_SINGLE : RANGES_MULTI);
+	}
+	return atomic_load(&h->ranges) != RANGES_SINGLE;
 }
 
 /* ---- setup ---- */
@@ -948,7 +967,7 @@ int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev *
 	/* S3 answers a multi-range GET with the whole object: separate requests. */
 	for (unsigned i = 0; i < h->n_origins; i++)
 		if (h->origins[i].sigv4)
-			h->single_ranges = 1;
+			h->ranges = RANGES_SINGLE;
 	if (!rc)
 		rc = probe(h, cfg);
 	if (rc < 0) {
