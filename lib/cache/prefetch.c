@@ -215,7 +215,10 @@ uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_r
 	nw = collect_wants(c, r, n, keep, &w);
 	if (!nw)
 		return 0;
-	if (cairn_bdev_readv_native(fetch_dev(c)))
+	/* One stretch of the device (a metadata region) is runs either way; only
+	 * scattered wants ask whether the device takes vectors (http may ask
+	 * its server, a request). w is sorted by offset, each segment once. */
+	if (w[nw - 1].idx - w[0].idx + 1 > nw && cairn_bdev_readv_native(fetch_dev(c)))
 		return queue_vectors(c, w, nw);
 	runs = malloc(nw * sizeof(*runs));
 	if (!runs) {

@@ -27,6 +27,7 @@ static const char usage[] =
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
+	"  delay_bw=MB     and a shared link of MB megabytes per second to the delay\n"
 	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
 	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
 	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
@@ -158,6 +159,17 @@ static int parse_one(struct mount_opts *o, char *key)
 			return -1;
 		}
 		o->open.delay.latency_ns = v;
+	} else if (!strcmp(key, "delay_bw")) {
+		char *end = NULL;
+
+		errno = 0;
+		v = val ? strtoull(val, &end, 10) : 0;
+		if (!val || errno || end == val || *end || !v || v > 1000000) {
+			cli_err("mount", "-o delay_bw needs MB/s (1..1000000), got '%s'",
+				val ? val : "");
+			return -1;
+		}
+		o->open.delay.bandwidth_bps = v * 1000000;
 	} else if (!strcmp(key, "stats") && val && *val) {
 		o->stats_file = val;
 	} else if (!strcmp(key, "trace") && val && *val) {
