@@ -32,6 +32,8 @@
  * ahead of ones needed early (bench/prefetch_model.py put runs of any shape at
  * >= 1.24x the ordered image for Python at 20 ms, 4 channels, 100 MB/s, and
  * segments in wanted order at ~1.0x; docs/bench/vecread.md has the measures).
+ * Over a disk cache (whose readv asks the server once for the chunks it
+ * lacks) the held segments go in vectors of their own, queued first.
  */
 #include <stdlib.h>
 #include "cache/cache_internal.h"
@@ -178,23 +180,29 @@ static size_t make_runs(struct cairn_cache *c, const struct want *w, size_t n, i
 }
 
 /* Wanted segments in rank order, claimed and queued as vectors of up to max_io
- * bytes. Takes w (sorted by offset); returns the bytes claimed. */
+ * bytes: those the device holds (a disk cache) first and apart, so they never
+ * wait for a round trip to the server, then the others. Takes w (sorted by
+ * offset); returns the bytes claimed. */
 static uint64_t queue_vectors(struct cairn_cache *c, struct want *w, size_t n)
 {
 	size_t per = c->max_io >> c->seg_shift;
 	uint64_t claimed = 0;
 	struct seg_vec v;
 
+	(void)mark_held(c, w, n);
 	qsort(w, n, sizeof(*w), by_rank);
 	seg_vec_init(&v);
-	for (size_t i = 0; i < n; i++) {
-		/* Claimed now, so a read of one not fetched yet waits for it
-		 * rather than send a request of its own. */
-		claim_range(c, w[i].idx, w[i].idx, &v);
-		if (v.n == per || (i + 1 == n && v.n)) {
-			claimed += (uint64_t)v.n << c->seg_shift;
-			queue_vec(c, v.v, v.n);
-			v.n = 0;
+	for (int held = 1; held >= 0; held--) {
+		for (size_t i = 0; i < n; i++) {
+			/* Claimed now, so a read of one not fetched yet waits for
+			 * it rather than send a request of its own. */
+			if (w[i].held == held)
+				claim_range(c, w[i].idx, w[i].idx, &v);
+			if (v.n && (v.n == per || i + 1 == n)) {
+				claimed += (uint64_t)v.n << c->seg_shift;
+				queue_vec(c, v.v, v.n);
+				v.n = 0;
+			}
 		}
 	}
 	seg_vec_free(&v);
