@@ -182,14 +182,13 @@ static size_t make_runs(struct cairn_cache *c, const struct want *w, size_t n, i
 /* Wanted segments in rank order, claimed and queued as vectors of up to max_io
  * bytes: those the device holds (a disk cache) first and apart, so they never
  * wait for a round trip to the server, then the others. Takes w (sorted by
- * offset); returns the bytes claimed. */
+ * offset, held marked); returns the bytes claimed. */
 static uint64_t queue_vectors(struct cairn_cache *c, struct want *w, size_t n)
 {
 	size_t per = c->max_io >> c->seg_shift;
 	uint64_t claimed = 0;
 	struct seg_vec v;
 
-	(void)mark_held(c, w, n);
 	qsort(w, n, sizeof(*w), by_rank);
 	seg_vec_init(&v);
 	for (int held = 1; held >= 0; held--) {
@@ -210,10 +209,26 @@ static uint64_t queue_vectors(struct cairn_cache *c, struct want *w, size_t n)
 	return claimed;
 }
 
+/* Whether to fetch the wants (sorted by offset, each once, held marked when
+ * kinds) as vectors. Only when they are scattered (one stretch, a metadata
+ * region, is runs either way) and some must come from the server (a warm disk
+ * cache has it all: runs cost it nothing), and only then is the device asked
+ * whether it takes vectors (http may ask its server, a request). */
+static int want_vectors(struct cairn_cache *c, const struct want *w, size_t n, int kinds)
+{
+	size_t lacking = 0;
+
+	for (size_t i = 0; kinds && i < n; i++)
+		lacking += !w[i].held;
+	return w[n - 1].idx - w[0].idx + 1 > n && (!kinds || lacking) &&
+	       cairn_bdev_readv_native(fetch_dev(c));
+}
+
 uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_range *r,
 				     size_t n)
 {
 	size_t keep = c->budget >> c->seg_shift, nw, nr;
+	int kinds;
 	struct want *w;
 	struct run *runs;
 	uint64_t claimed = 0;
@@ -223,17 +238,15 @@ uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_r
 	nw = collect_wants(c, r, n, keep, &w);
 	if (!nw)
 		return 0;
-	/* One stretch of the device (a metadata region) is runs either way; only
-	 * scattered wants ask whether the device takes vectors (http may ask
-	 * its server, a request). w is sorted by offset, each segment once. */
-	if (w[nw - 1].idx - w[0].idx + 1 > nw && cairn_bdev_readv_native(fetch_dev(c)))
+	kinds = mark_held(c, w, nw);
+	if (want_vectors(c, w, nw, kinds))
 		return queue_vectors(c, w, nw);
 	runs = malloc(nw * sizeof(*runs));
 	if (!runs) {
 		free(w);
 		return 0;
 	}
-	nr = make_runs(c, w, nw, mark_held(c, w, nw), runs);
+	nr = make_runs(c, w, nw, kinds, runs);
 	free(w);
 	qsort(runs, nr, sizeof(*runs), run_by_rank);
 	for (size_t i = 0; i < nr; i++) {

@@ -5,6 +5,9 @@
 # the server for fewer requests than merged runs need (a server with
 # max_ranges 1, which answers a multi-range GET with the whole file: cairn
 # falls back to runs there) and fewer than the profile has scattered pieces.
+# Over an empty disk cache the same: its vectored read asks the server once for
+# what it lacks; warm, the profile costs the server nothing (no multi-range
+# question either).
 # Requests are counted (stats=, nginx's access log), never timed.
 . "$(dirname "$0")/common.inc"
 command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
@@ -37,3 +40,12 @@ echo "http requests with the profile: $vec with multi-range GETs ($multi of them
 # 15 files apart, each its own run: vectors of 8 segments carry them in a few.
 [ "$vec" -le 8 ] || fail "vectored prefetch: $vec requests for 15 scattered files"
 [ "$(key device_errors "$WORK/vec.stats" 2>/dev/null || echo 0)" = 0 ] || fail "device errors"
+# The same over a disk cache: cold, one GET per vector; warm, nothing but the
+# open's request.
+U=http://127.0.0.1:$multi_PORT/img.cairn
+run_workload dc_cold "$U" "prefetch=$WORK/t,cache_dir=$WORK/dc"
+run_workload dc_warm "$U" "prefetch=$WORK/t,cache_dir=$WORK/dc"
+cold=$(key http_requests "$WORK/dc_cold.stats"); warm=$(key http_requests "$WORK/dc_warm.stats")
+echo "http requests over a disk cache: $cold cold, $warm warm"
+[ "$cold" -le 8 ] || fail "vectored prefetch over an empty disk cache: $cold requests"
+[ "$warm" -le 1 ] || fail "warm disk cache: $warm requests (more than the open's)"
