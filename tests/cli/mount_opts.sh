@@ -2,7 +2,7 @@
 # The mount command line, before anything is mounted (no root needed): an empty
 # option value is called empty, not unknown; fstab's comment= is taken; the
 # segment size limits are enforced and in --help, for mount and the read
-# commands alike; mount.cairn --help prints its help and exits 0.
+# commands alike; delay_bw= takes MB/s; mount.cairn --help prints its help and exits 0.
 set -u
 work=$(mktemp -d /tmp/cairn-mount-opts.XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -32,6 +32,11 @@ expect 2 "power of two from 512 to 64M" "$CAIRN" info --segment 128M "$work/img"
 "$CAIRN" info --segment 64M "$work/img" > /dev/null || fail "--segment 64M refused"
 "$CAIRN" mount --help | grep -q "segment=SIZE.*512 to 64M" || fail "mount --help lacks the segment limits"
 "$CAIRN" info --help | grep -q -- "--segment SIZE.*512 to 64M" || fail "info --help lacks the segment limits"
+
+for v in 0 x 1000001; do
+  expect 2 "delay_bw needs MB/s" "$CAIRN" mount -o "delay_bw=$v" "$work/img" "$work/none"
+done
+"$CAIRN" mount --help | grep -q "delay_bw=MB" || fail "mount --help lacks delay_bw"
 
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
