@@ -529,6 +529,7 @@ static void test_prefetch_ranges_vectors(void **state)
 		{ (8u << 20) - 100, 100 },      /* 127: the last */
 	};
 	static const uint64_t order[] = { 40, 3, 4, 90, 10, 127 };
+	struct cairn_range many[20];
 	size_t size = 8u << 20;
 	unsigned char *src = make_source(size, 5), *buf = malloc(65536);
 	struct vec_bdev d = { .src = src };
@@ -555,6 +556,18 @@ static void test_prefetch_ranges_vectors(void **state)
 	}
 	cairn_cache_get_stats(c, &st);
 	assert_int_equal(st.misses, 0);
+	cairn_cache_free(c);
+
+	/* A 4 MiB max_io (a remote image's): vectors stay at 1 MiB, 16 segments,
+	 * so the first wanted page does not wait for 4 MiB on the link. */
+	cfg.max_io = 4u << 20;
+	d.vectors = 0;
+	assert_int_equal(cairn_cache_new(&d.base, &cfg, &c), 0);
+	for (int i = 0; i < 20; i++)
+		many[i] = (struct cairn_range){ (uint64_t)(3 * i + 1) * 65536, 10 };
+	assert_int_equal(cairn_cache_prefetch_ranges(c, many, 20), 20 * 65536);
+	cairn_cache_drain(c);
+	assert_int_equal(d.vectors, 2);
 	cairn_cache_free(c);
 	pthread_mutex_destroy(&d.lock);
 	free(src);
