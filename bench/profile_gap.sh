@@ -6,20 +6,23 @@
 # (-p walk, bench.py's quick one: cat of every file of /usr/include/linux), cold (caches dropped, fresh mount), the
 # images read through bench/delayfs (as bench.py does: DELAY per request,
 # CHANNELS in parallel, BW MB/s, 0 = unlimited), alternating the two mounts,
-# RUNS times each:
+# RUNS times each. With -u the images are served by nginx on 127.0.0.1 instead
+# and mounted by URL with cairn's own delay device over http (-o delay=DELAY,
+# delay_rate=BW MB/s, connections=CHANNELS): an emulated remote store, where a
+# vectored read is one multi-range GET (one request, one latency):
 #   bench/profile_gap.sh [-p java|python|walk] [-d DELAY] [-c CHANNELS] [-r BW] [-n RUNS]
-#                        [-b BUILD] [-w WORK]
+#                        [-b BUILD] [-w WORK] [-u]
 # Prints one line per run (wall ms of the workload, device requests and MiB) and
 # the medians. Builds in WORK (default /dev/shm/cairn-profile-gap): the plain image,
 # two traces of it joined (as bench.py takes them), the ordered image built with
 # them. Needs root (mounts, drop_caches). Run with chrt -f 50 on a busy machine.
 set -eu
-delay=1ms; channels=1; bw=0; runs=5; build=build; work=/dev/shm/cairn-profile-gap; wl=java
-while getopts p:d:c:r:n:b:w: o; do
+delay=1ms; channels=1; bw=0; runs=5; build=build; work=/dev/shm/cairn-profile-gap; wl=java; url=
+while getopts p:d:c:r:n:b:w:u o; do
   case $o in
     p) wl=$OPTARG ;;
     d) delay=$OPTARG ;; c) channels=$OPTARG ;; r) bw=$OPTARG ;; n) runs=$OPTARG ;;
-    b) build=$OPTARG ;; w) work=$OPTARG ;; *) exit 2 ;;
+    b) build=$OPTARG ;; w) work=$OPTARG ;; u) url=1 ;; *) exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +55,7 @@ workload() {
 # The last daemon may still hold its image in $DEV open a moment after unmount.
 undev() {
   fusermount3 -u "$M" 2>/dev/null
+  if [ -n "$url" ]; then [ ! -f "$work/nginx/nginx.pid" ] || kill "$(cat "$work/nginx/nginx.pid")"; return 0; fi
   i=0; until fusermount3 -u "$DEV" 2>/dev/null || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
 }
 trap 'set +e; undev' EXIT
@@ -79,15 +83,30 @@ if [ ! -f "$work/img/$wl-ord.cairn" ]; then
   cat "$work/$wl.trace.0" "$work/$wl.trace.1" > "$work/$wl.trace"
   "$C" mkfs -q --order "$work/$wl.trace" "$SRC" "$work/img/$wl-ord.cairn"
 fi
-"$(dirname "$C")/bench/delayfs" "$work/img" "$DEV" -o "delay=$delay,channels=$channels,bw=$bw"
-i=0; while [ ! -e "$DEV/.delayfs" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+if [ -n "$url" ]; then
+  # nginx on a free loopback port; the delay is cairn's, above its http device.
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$work/nginx/tmp"
+  printf '%s\n' "daemon on; user root; worker_processes 2; pid $work/nginx/nginx.pid;" \
+    "error_log $work/nginx/error.log; events { worker_connections 512; }" \
+    "http { access_log off; client_body_temp_path $work/nginx/tmp; keepalive_requests 100000;" \
+    "  server { listen 127.0.0.1:$port; root $work/img; } }" > "$work/nginx/nginx.conf"
+  nginx -c "$work/nginx/nginx.conf" -p "$work/nginx"
+  sleep 0.3
+  DEV=http://127.0.0.1:$port
+  REMOTE_OPTS="delay=$delay,connections=$channels"
+  [ "$bw" = 0 ] || REMOTE_OPTS="$REMOTE_OPTS,delay_rate=$((bw * 1000000))"
+else
+  "$(dirname "$C")/bench/delayfs" "$work/img" "$DEV" -o "delay=$delay,channels=$channels,bw=$bw"
+  i=0; while [ ! -e "$DEV/.delayfs" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+fi
 key() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 # one NAME IMAGE OPTS: a cold run; prints "NAME ms requests MiB"
 one() {
   s=$work/$1.stats
   rm -f "$s"
   cold
-  "$C" mount -o "stats=$s,$3" "$DEV/$2" "$M"
+  "$C" mount -o "stats=$s,$3${url:+,$REMOTE_OPTS}" "$DEV/$2" "$M"
   t0=$(date +%s%N)
   workload > /dev/null
   t1=$(date +%s%N)
@@ -95,7 +114,7 @@ one() {
   i=0; while [ ! -s "$s" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
   echo "$1 $(( (t1 - t0) / 1000000 )) $(key device_requests "$s") $(( $(key device_bytes "$s") >> 20 ))"
 }
-echo "# $(date -u +%H:%MZ) $wl delay=$delay channels=$channels bw=$bw runs=$runs; $(uptime | sed 's/.*load/load/')"
+echo "# $(date -u +%H:%MZ) $wl delay=$delay channels=$channels bw=$bw runs=$runs${url:+ over http}; $(uptime | sed 's/.*load/load/')"
 out=$work/runs.txt
 : > "$out"
 n=0

@@ -24,8 +24,16 @@ struct cairn_bdev;
 /* The ops table grows at its end, as SQLite's sqlite3_io_methods do with
  * iVersion: a device says which version of the table it fills in, and the
  * library calls no method that version does not have. Version 1: read, close.
- * Version 2: held (optional, NULL = cannot tell). */
-#define CAIRN_BDEV_OPS_VERSION 2
+ * Version 2: held (optional, NULL = cannot tell). Version 3: readv (optional,
+ * NULL = cairn_bdev_readv() loops over read). */
+#define CAIRN_BDEV_OPS_VERSION 3
+
+/* One entry of a vectored read: len bytes of the device at off into buf. */
+struct cairn_bdev_iov {
+	void *buf;
+	size_t len;
+	uint64_t off;
+};
 
 struct cairn_bdev_ops {
 	int version;      /* 1..CAIRN_BDEV_OPS_VERSION: the table as the device knows it */
@@ -43,6 +51,19 @@ struct cairn_bdev_ops {
 	 * the moment after); thread-safe. A wrapper that passes reads through at
 	 * the same offsets answers for the device below it. */
 	int (*held)(struct cairn_bdev *dev, uint64_t off, uint64_t len);
+	/* Version 3. Read every entry of v (n >= 1, each inside the device, as
+	 * cairn_bdev_readv() checks) in full: 0, or a negative errno when any entry
+	 * failed or came short (the buffers' contents are then undefined, and
+	 * nothing outside them is written). Entries may be in any order; a device
+	 * that can carry several in one request (http: one multi-range GET) does,
+	 * in the order given. Thread-safe. A device with a device below that sets
+	 * readv promises a vector costs below what it costs there: it passes the
+	 * vector down as one (cairn_bdev_readv_native() relies on this). */
+	int (*readv)(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n);
+	/* Version 3, optional (NULL: yes, when readv is set). Whether readv now
+	 * sends a vector as one request: 1 or 0. An http device says 0 once its
+	 * server turned out not to answer multi-range GETs (and always for S3). */
+	int (*readv_one)(struct cairn_bdev *dev);
 };
 
 /* Base of every device; implementations embed it first. */
@@ -63,6 +84,21 @@ int cairn_bdev_init(struct cairn_bdev *dev, const struct cairn_bdev_ops *ops,
 ssize_t cairn_bdev_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
 /* Read exactly len bytes or fail: a short read becomes -EIO. */
 int cairn_bdev_read_full(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off);
+/* The single entry point for vectored reads: every entry in full, or a negative
+ * errno (-EINVAL for an entry not inside the device; a short entry is -EIO).
+ * A device without a readv method (an ops table of version 1 or 2, or NULL
+ * there) is read entry by entry through its read method, in the order given. */
+int cairn_bdev_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n);
+/* A readv method for wrappers that read through at the same offsets: passes the
+ * vector to the device below as it is. */
+int cairn_bdev_readv_below(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n);
+/* Whether a vector sent to dev reaches slow storage as one request: dev has a
+ * readv method and so has every device below it, none of whose readv_one says
+ * no (file, mem, qcow2 and verify have no readv: there a vector of n entries
+ * is n requests). The delay and stats
+ * devices count a vector as one request when this holds below them, as n
+ * requests otherwise. */
+int cairn_bdev_readv_native(struct cairn_bdev *dev);
 void cairn_bdev_close(struct cairn_bdev *dev);
 /* The device's held method, clipped to its size: 1 held, 0 not, -ENOTSUP when it
  * has none (an ops table of version 1, or NULL there). An empty range is held. */
@@ -83,7 +119,11 @@ int cairn_bdev_file_from_fd(int fd, unsigned flags, struct cairn_bdev **out);
 int cairn_bdev_mem_new(const void *buf, size_t len, int copy, struct cairn_bdev **out);
 
 /* delay: fixed latency per request, optional bandwidth cap, `channels` requests
- * served in parallel (others queue). Sleeps to absolute deadlines (CLOCK_MONOTONIC). */
+ * served in parallel (others queue). Sleeps to absolute deadlines (CLOCK_MONOTONIC).
+ * A vectored read costs one request (one latency, its bytes on the bus) when the
+ * device below takes a vector as one request (cairn_bdev_readv_native: http's
+ * multi-range GET), and one request per entry otherwise (a local file), spread
+ * over the channels as parallel reads would be. */
 struct cairn_delay_config {
 	uint64_t latency_ns;        /* per request; 0 = none */
 	uint64_t bandwidth_bps;     /* bytes per second; 0 = unlimited */
@@ -92,7 +132,9 @@ struct cairn_delay_config {
 int cairn_bdev_delay_new(struct cairn_bdev *below, const struct cairn_delay_config *cfg,
 			 struct cairn_bdev **out);
 
-/* stats: counts requests and bytes with a histogram of request sizes. */
+/* stats: counts requests and bytes with a histogram of request sizes. A vectored
+ * read counts as the delay device counts it: one request of its total size when
+ * the device below takes it as one (cairn_bdev_readv_native), else one per entry. */
 #define CAIRN_STATS_BUCKETS 24 /* bucket i: sizes in [2^(i+9), 2^(i+10)), bucket 0 below 1 KiB */
 struct cairn_bdev_counters {
 	uint64_t requests;

@@ -97,6 +97,34 @@ static ssize_t delay_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_
 	return n;
 }
 
+/* One request per vector when the device below takes it whole (http's
+ * multi-range GET), else one per entry, reserved like parallel reads on the
+ * channels; the vector completes when its last request does. */
+static int delay_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct delay_bdev *d = (struct delay_bdev *)dev;
+	uint64_t deadline = 0;
+	size_t total = 0;
+	int rc;
+
+	if (!d->latency_ns && !d->bandwidth_bps)
+		return cairn_bdev_readv(dev->below, v, n);
+	if (cairn_bdev_readv_native(dev->below)) {
+		for (unsigned i = 0; i < n; i++)
+			total += v[i].len;
+		deadline = reserve(d, total);
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t t = reserve(d, v[i].len);
+
+			deadline = t > deadline ? t : deadline;
+		}
+	}
+	rc = cairn_bdev_readv(dev->below, v, n);
+	sleep_until(deadline);
+	return rc;
+}
+
 static void delay_close(struct cairn_bdev *dev)
 {
 	struct delay_bdev *d = (struct delay_bdev *)dev;
@@ -113,6 +141,7 @@ static const struct cairn_bdev_ops delay_ops = {
 	.read = delay_read,
 	.close = delay_close,
 	.held = cairn_bdev_held_below,
+	.readv = delay_readv,
 };
 
 int cairn_bdev_delay_new(struct cairn_bdev *below, const struct cairn_delay_config *cfg,

@@ -113,6 +113,31 @@ static ssize_t fault_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_
 	return -EIO;
 }
 
+/* A vector the device below takes whole is one request to the plan, over the
+ * span of its entries; otherwise each entry is one, as a read would be. */
+static int fault_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct fault_bdev *f = (struct fault_bdev *)dev;
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	if (!cairn_bdev_readv_native(dev->below)) {
+		for (unsigned i = 0; i < n; i++) {
+			ssize_t got = v[i].len ? fault_read(dev, v[i].buf, v[i].len, v[i].off) : 0;
+
+			if (got < 0 || (size_t)got != v[i].len)
+				return got < 0 ? (int)got : -EIO;
+		}
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		lo = v[i].off < lo ? v[i].off : lo;
+		hi = v[i].off + v[i].len > hi ? v[i].off + v[i].len : hi;
+	}
+	if (decide(f, (size_t)(hi - lo), lo) >= 0)
+		return -EIO; /* a short read of a vector is a failed vector */
+	return cairn_bdev_readv(dev->below, v, n);
+}
+
 static void fault_close(struct cairn_bdev *dev)
 {
 	struct fault_bdev *f = (struct fault_bdev *)dev;
@@ -129,6 +154,7 @@ static const struct cairn_bdev_ops fault_ops = {
 	.read = fault_read,
 	.close = fault_close,
 	.held = cairn_bdev_held_below,
+	.readv = fault_readv,
 };
 
 int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_config *cfg,

@@ -19,6 +19,23 @@ static ssize_t offset_read(struct cairn_bdev *dev, void *buf, size_t len, uint64
 	return cairn_bdev_read(dev->below, buf, len, o->off + off);
 }
 
+/* The vector moved by the window's start, passed down whole (one request
+ * below stays one). */
+static int offset_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct offset_bdev *o = (struct offset_bdev *)dev;
+	struct cairn_bdev_iov *w = malloc(n * sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		w[i] = (struct cairn_bdev_iov){ v[i].buf, v[i].len, v[i].off + o->off };
+	rc = cairn_bdev_readv(dev->below, w, n);
+	free(w);
+	return rc;
+}
+
 static void offset_close(struct cairn_bdev *dev)
 {
 	cairn_bdev_close(dev->below);
@@ -30,6 +47,7 @@ static const struct cairn_bdev_ops offset_ops = {
 	.name = "offset",
 	.read = offset_read,
 	.close = offset_close,
+	.readv = offset_readv,
 };
 
 int cairn_bdev_offset_new(struct cairn_bdev *below, uint64_t off, uint64_t len,

@@ -32,18 +32,42 @@ static unsigned size_bucket(size_t len)
 	return b < CAIRN_STATS_BUCKETS ? b : CAIRN_STATS_BUCKETS - 1;
 }
 
-static ssize_t stats_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+/* One request of len bytes asked, n got (or a negative errno). */
+static void count(struct stats_bdev *s, size_t len, ssize_t n)
 {
-	struct stats_bdev *s = (struct stats_bdev *)dev;
-	ssize_t n = cairn_bdev_read(dev->below, buf, len, off);
-
 	atomic_fetch_add_explicit(&s->requests, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->hist[size_bucket(len)], 1, memory_order_relaxed);
 	if (n < 0)
 		atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
 	else
 		atomic_fetch_add_explicit(&s->bytes, (uint64_t)n, memory_order_relaxed);
+}
+
+static ssize_t stats_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = cairn_bdev_read(dev->below, buf, len, off);
+
+	count((struct stats_bdev *)dev, len, n);
 	return n;
+}
+
+/* Counted as the requests it becomes below (bdev.h): one when the device below
+ * takes the vector whole, else one per entry (a failure fails them all). */
+static int stats_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct stats_bdev *s = (struct stats_bdev *)dev;
+	int rc = cairn_bdev_readv(dev->below, v, n);
+	size_t total = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		total += v[i].len;
+	if (cairn_bdev_readv_native(dev->below)) {
+		count(s, total, rc ? rc : (ssize_t)total);
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++)
+		count(s, v[i].len, rc ? rc : (ssize_t)v[i].len);
+	return rc;
 }
 
 static void stats_close(struct cairn_bdev *dev)
@@ -58,6 +82,7 @@ static const struct cairn_bdev_ops stats_ops = {
 	.read = stats_read,
 	.close = stats_close,
 	.held = cairn_bdev_held_below,
+	.readv = stats_readv,
 };
 
 int cairn_bdev_stats_new(struct cairn_bdev *below, struct cairn_bdev **out)

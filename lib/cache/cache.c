@@ -433,7 +433,7 @@ static ssize_t read_run(struct cairn_cache *c, unsigned char *dst, uint64_t want
 
 	if (!c->verify)
 		return cairn_bdev_read(c->dev, dst, (size_t)want, off);
-	rc = cairn_bdev_read_full(c->verify->below, dst, (size_t)want, off);
+	rc = cairn_bdev_read_full(fetch_dev(c), dst, (size_t)want, off);
 	return rc ? rc : (ssize_t)want;
 }
 
@@ -478,6 +478,48 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 	if (c->verify)
 		return check_run(c, s, n, own_lo, own_hi);
 	publish_run(c, s, n, own_lo, own_hi, SEG_READY);
+	return 0;
+}
+
+/* The device fetches read: below the verify device when the cache checks
+ * segments itself. */
+struct cairn_bdev *fetch_dev(struct cairn_cache *c)
+{
+	return c->verify ? c->verify->below : c->dev;
+}
+
+int fetch_vec(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	struct cairn_bdev_iov *v = malloc(n * sizeof(*v));
+	int err = v ? 0 : -ENOMEM;
+	uint64_t total = 0;
+
+	evict_to_budget(c, n << c->seg_shift);
+	/* One slot each: the entries are apart on the device, so they need not
+	 * be together in memory, and no bounce buffer is needed. */
+	for (size_t i = 0; i < n && !err; i++) {
+		uint64_t off = s[i]->idx << c->seg_shift;
+		unsigned char *tmp;
+
+		err = seg_alloc_run(c, s + i, 1, &tmp);
+		v[i] = (struct cairn_bdev_iov){ s[i]->data,
+			(size_t)(c->dev_size - off < c->seg_size ? c->dev_size - off : c->seg_size), off };
+		total += v[i].len;
+	}
+	if (!err) {
+		err = cairn_bdev_readv(fetch_dev(c), v, (unsigned)n);
+		atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(err ? &c->errors : &c->bytes, err ? 1 : total,
+					  memory_order_relaxed);
+	}
+	free(v);
+	if (err) {
+		fail_claims(c, s, n, err);
+		return err;
+	}
+	if (c->verify)
+		return check_run(c, s, n, 1, 0);
+	publish_run(c, s, n, 1, 0, SEG_READY);
 	return 0;
 }
 

@@ -73,14 +73,15 @@ struct stream {
 	uint64_t used;              /* tick of last use, for replacement */
 };
 
-enum { JOB_FETCH, JOB_CHECK, JOB_SPARE };
+enum { JOB_FETCH, JOB_CHECK, JOB_SPARE, JOB_VEC };
 
 struct ra_job {
 	struct ra_job *next;
-	int kind;                   /* JOB_FETCH: fetch_run; on fetched, unchecked, held
-				       segments: JOB_CHECK check_spare, JOB_SPARE spare_check */
+	int kind;                   /* JOB_FETCH: fetch_run; JOB_VEC: fetch_vec; on fetched,
+				       unchecked, held segments: JOB_CHECK check_spare,
+				       JOB_SPARE spare_check */
 	uint64_t own_lo, own_hi;    /* a reader's own segments (fetch_run); lo > hi: none */
-	size_t n;                   /* claimed segments, in order, consecutive */
+	size_t n;                   /* claimed segments, in order (JOB_FETCH: consecutive) */
 	struct seg *segs[];
 };
 
@@ -201,6 +202,12 @@ void seg_free_data(struct cairn_cache *c, struct seg *s);
 /* Read a run of consecutive claimed segments in one device request and publish
  * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
 int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
+/* Read claimed segments, anywhere on the device and in the order given, in one
+ * vectored read (one entry each) and publish them as speculative. For a device
+ * that takes a vector as one request (cairn_bdev_readv_native(fetch_dev(c))). */
+int fetch_vec(struct cairn_cache *c, struct seg **s, size_t n);
+/* The device fetches read: c->dev, or the one below it when c->verify. */
+struct cairn_bdev *fetch_dev(struct cairn_cache *c);
 /* Check those of s (UNCHECKED when published, each holding the reference
  * publish_run added) that are still unchecked and in the table, unless a
  * reader takes them first, and drop those references. */
@@ -221,6 +228,9 @@ int workers_start(struct cairn_cache *c);
 void workers_stop(struct cairn_cache *c);
 /* Queue claimed segments (consecutive runs are split at max_io); takes the claims. */
 void queue_claims(struct cairn_cache *c, struct seg **s, size_t n);
+/* Queue claimed segments, in any order, as one vectored fetch (fetch_vec);
+ * takes the claims. */
+void queue_vec(struct cairn_cache *c, struct seg **s, size_t n);
 /* Queue one run of a waiting reader's fetch ahead of all readahead, so it goes
  * out beside the run the reader fetches itself; takes the claims (fetches them
  * here when no job can be made). */

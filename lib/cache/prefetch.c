@@ -23,6 +23,17 @@
  * cache would send the server one request per stretch it lacks, one after the
  * other. A warm disk cache with a learnt profile asked the server for 2 to 7
  * gap segments this way (tests/mount/remote_profile.sh, bench/remote_profile.sh).
+ *
+ * A device that takes a vectored read as one request (cairn_bdev_readv_native:
+ * http, whose readv is one multi-range GET) needs no runs: the wanted segments
+ * go out in the order the workload first needed them, max_io of them (at most
+ * 1 MiB) per vector, several vectors in flight on the workers, and no gap is fetched. On
+ * a shared link that order is what matters: a run carries segments needed late
+ * ahead of ones needed early (bench/prefetch_model.py put runs of any shape at
+ * >= 1.24x the ordered image for Python at 20 ms, 4 channels, 100 MB/s, and
+ * segments in wanted order at ~1.0x; docs/bench/vecread.md has the measures).
+ * Over a disk cache (whose readv asks the server once for the chunks it
+ * lacks) the held segments go in vectors of their own, queued first.
  */
 #include <stdlib.h>
 #include "cache/cache_internal.h"
@@ -168,10 +179,64 @@ static size_t make_runs(struct cairn_cache *c, const struct want *w, size_t n, i
 	return k;
 }
 
+/* A vector's segments are published once all of them have arrived, so a
+ * larger one makes the first wanted page wait for more bytes on the link:
+ * vectors hold at most max_io and at most this (what docs/bench/vecread.md
+ * measured; remote images may have a larger max_io). */
+#define VEC_MAX_BYTES (1u << 20)
+
+/* Wanted segments in rank order, claimed and queued as vectors of up to max_io
+ * (and VEC_MAX_BYTES) bytes: those the device holds (a disk cache) first and
+ * apart, so they never wait for a round trip to the server, then the others. Takes w (sorted by
+ * offset, held marked); returns the bytes claimed. */
+static uint64_t queue_vectors(struct cairn_cache *c, struct want *w, size_t n)
+{
+	size_t per = (c->max_io < VEC_MAX_BYTES ? c->max_io : VEC_MAX_BYTES) >> c->seg_shift;
+	uint64_t claimed = 0;
+	struct seg_vec v;
+
+	if (!per)
+		per = 1; /* segments larger than VEC_MAX_BYTES */
+	qsort(w, n, sizeof(*w), by_rank);
+	seg_vec_init(&v);
+	for (int held = 1; held >= 0; held--) {
+		for (size_t i = 0; i < n; i++) {
+			/* Claimed now, so a read of one not fetched yet waits for
+			 * it rather than send a request of its own. */
+			if (w[i].held == held)
+				claim_range(c, w[i].idx, w[i].idx, &v);
+			if (v.n && (v.n == per || i + 1 == n)) {
+				claimed += (uint64_t)v.n << c->seg_shift;
+				queue_vec(c, v.v, v.n);
+				v.n = 0;
+			}
+		}
+	}
+	seg_vec_free(&v);
+	free(w);
+	return claimed;
+}
+
+/* Whether to fetch the wants (sorted by offset, each once, held marked when
+ * kinds) as vectors. Only when they are scattered (one stretch, a metadata
+ * region, is runs either way) and some must come from the server (a warm disk
+ * cache has it all: runs cost it nothing), and only then is the device asked
+ * whether it takes vectors (http may ask its server, a request). */
+static int want_vectors(struct cairn_cache *c, const struct want *w, size_t n, int kinds)
+{
+	size_t lacking = 0;
+
+	for (size_t i = 0; kinds && i < n; i++)
+		lacking += !w[i].held;
+	return w[n - 1].idx - w[0].idx + 1 > n && (!kinds || lacking) &&
+	       cairn_bdev_readv_native(fetch_dev(c));
+}
+
 uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_range *r,
 				     size_t n)
 {
 	size_t keep = c->budget >> c->seg_shift, nw, nr;
+	int kinds;
 	struct want *w;
 	struct run *runs;
 	uint64_t claimed = 0;
@@ -181,12 +246,15 @@ uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_r
 	nw = collect_wants(c, r, n, keep, &w);
 	if (!nw)
 		return 0;
+	kinds = mark_held(c, w, nw);
+	if (want_vectors(c, w, nw, kinds))
+		return queue_vectors(c, w, nw);
 	runs = malloc(nw * sizeof(*runs));
 	if (!runs) {
 		free(w);
 		return 0;
 	}
-	nr = make_runs(c, w, nw, mark_held(c, w, nw), runs);
+	nr = make_runs(c, w, nw, kinds, runs);
 	free(w);
 	qsort(runs, nr, sizeof(*runs), run_by_rank);
 	for (size_t i = 0; i < nr; i++) {

@@ -164,6 +164,16 @@ void queue_claims(struct cairn_cache *c, struct seg **s, size_t n)
 	}
 }
 
+void queue_vec(struct cairn_cache *c, struct seg **s, size_t n)
+{
+	struct ra_job *j = n ? job_new(s, n, JOB_VEC) : NULL;
+
+	if (j)
+		job_push(c, j, 0);
+	else if (n)
+		fail_claims(c, s, n, -ENOMEM);
+}
+
 void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
 		  uint64_t own_hi)
 {
@@ -286,6 +296,8 @@ static void *worker_main(void *arg)
 			check_spare(c, j->segs, j->n);
 		else if (j->kind == JOB_SPARE)
 			spare_check(c, j->segs, j->n);
+		else if (j->kind == JOB_VEC)
+			fetch_vec(c, j->segs, j->n);
 		else
 			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
 		free(j);

@@ -441,6 +441,95 @@ static ssize_t dc_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t o
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
+/* Missing chunks miss[0..nm) of a vector, in the order first asked: fetched in
+ * one vectored read below (one entry per stretch of them that follows on in
+ * that order), stored, and copied into every entry that covers them. */
+static int fetch_chunks(struct dc_bdev *d, const uint64_t *miss, size_t nm,
+			const struct cairn_bdev_iov *v, unsigned n)
+{
+	uint8_t *tmp = malloc(nm * d->chunk);
+	struct cairn_bdev_iov *w = malloc(nm * sizeof(*w));
+	unsigned nw = 0;
+	int rc = tmp && w ? 0 : -ENOMEM;
+
+	for (size_t k = 0; k < nm && !rc; k++) {
+		size_t len = chunk_len(d, miss[k]);
+
+		if (nw && miss[k] == miss[k - 1] + 1 &&
+		    (uint8_t *)w[nw - 1].buf + w[nw - 1].len == tmp + k * d->chunk)
+			w[nw - 1].len += len;
+		else
+			w[nw++] = (struct cairn_bdev_iov){ tmp + k * d->chunk, len,
+							   miss[k] * d->chunk };
+	}
+	if (!rc)
+		rc = cairn_bdev_readv(d->base.below, w, nw);
+	for (size_t k = 0; k < nm && !rc; k++) {
+		uint64_t cs = miss[k] * d->chunk, ce = cs + chunk_len(d, miss[k]);
+
+		chunk_store(d, miss[k], tmp + k * d->chunk);
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t lo = v[i].off > cs ? v[i].off : cs;
+			uint64_t hi = v[i].off + v[i].len < ce ? v[i].off + v[i].len : ce;
+
+			if (lo < hi)
+				memcpy((uint8_t *)v[i].buf + (lo - v[i].off),
+				       tmp + k * d->chunk + (lo - cs), (size_t)(hi - lo));
+		}
+	}
+	free(w);
+	free(tmp);
+	return rc;
+}
+
+/* A vector: chunks on disk served from it, those missing (from all entries)
+ * asked of the server once (fetch_chunks), not once per entry. */
+static int dc_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct dc_bdev *d = (struct dc_bdev *)dev;
+	uint8_t *scratch = NULL;
+	uint64_t *miss = NULL;
+	size_t nm = 0, cap = 0;
+	int rc = 0;
+
+	for (unsigned i = 0; i < n && !rc; i++) {
+		uint64_t first = v[i].off / d->chunk, last = (v[i].off + v[i].len - 1) / d->chunk;
+
+		for (uint64_t c = first; v[i].len && c <= last && !rc; c++) {
+			int got = chunk_serve(d, c, v[i].buf, v[i].len, v[i].off, &scratch);
+			size_t k = 0;
+
+			if (got) {
+				rc = got < 0 ? got : 0;
+				atomic_fetch_add(&d->hits, got > 0);
+				continue;
+			}
+			while (k < nm && miss[k] != c)
+				k++;
+			if (k < nm)
+				continue; /* another entry needs it too */
+			if (nm == cap) {
+				uint64_t *m = realloc(miss, (cap = cap ? 2 * cap : 16) * sizeof(*m));
+
+				if (!m) {
+					rc = -ENOMEM;
+					break;
+				}
+				miss = m;
+			}
+			miss[nm++] = c;
+		}
+	}
+	if (!rc && nm) {
+		rc = fetch_chunks(d, miss, nm, v, n);
+		if (!rc)
+			atomic_fetch_add(&d->misses, nm);
+	}
+	free(miss);
+	free(scratch);
+	return rc;
+}
+
 static void dc_close(struct cairn_bdev *dev)
 {
 	struct dc_bdev *d = (struct dc_bdev *)dev;
@@ -478,6 +567,7 @@ static const struct cairn_bdev_ops dc_ops = {
 	.read = dc_read,
 	.close = dc_close,
 	.held = dc_held,
+	.readv = dc_readv,
 };
 
 static int key_ok(const char *k)

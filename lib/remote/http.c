@@ -19,6 +19,19 @@
  * a short body, a timeout) is retried with a doubling backoff on the next
  * origin, until `retries` or the read's deadline runs out. Every attempt's
  * curl timeout is what is left of that deadline, so a read never outlives it.
+ *
+ * Vectors (readv): one GET with `Range: bytes=a-b,c-d,...` (up to MP_MAX_RANGES
+ * entries, in the order given) answered with multipart/byteranges, parsed into
+ * the entries' buffers as it arrives (multipart.c). A server that answers such
+ * a request with the whole file (200) or a single range is remembered: from
+ * then on this device sends a vector as separate range requests, in parallel
+ * over its connections (as S3, which takes one range per GET, always is), and
+ * says so (readv_one), so the cache plans merged runs instead. The first
+ * readv_one asks the server with a 2-byte multi-range GET when no vector has
+ * told yet (one request, before a prefetch is planned). A
+ * multipart answer that does not match what was asked fails the vector (EIO);
+ * a transport failure or a 5xx sends it again as separate requests, which
+ * retry and fail over as reads do.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +49,7 @@
 #include <curl/curl.h>
 #include <cairn/version.h>
 #include <cairn/remote.h>
+#include "remote/multipart.h"
 
 #define NSEC 1000000000ull
 #define MS   1000000ull
@@ -72,6 +86,7 @@ struct http_bdev {
 	atomic_uint cur;             /* origin in use */
 	atomic_uint_fast64_t requests, bytes, n_retries, failovers, timeouts, changed, failed;
 	atomic_long http_version;
+	atomic_int ranges;           /* how the server answers multi-range GETs: RANGES_* */
 };
 
 /* What one attempt saw. */
@@ -85,9 +100,17 @@ struct xfer {
 	char etag[VALIDATOR_MAX], lastmod[VALIDATOR_MAX];
 	int whole;                   /* 200 with the whole file: take the first len bytes */
 	int filled;                  /* stopped on purpose once buf was full */
+	/* A multi-range GET: the body goes to mp, set up from the Content-Type. */
+	const struct cairn_bdev_iov *v;
+	unsigned n;
+	uint64_t size;
+	struct mp_parser *mp;
+	int mp_rc;                   /* mp_init's or mp_feed's failure, 1 before the body */
+	char ctype[VALIDATOR_MAX];
 };
 
 enum outcome { OK, RETRY, NEXT_ORIGIN, FATAL };
+enum { RANGES_UNKNOWN, RANGES_MULTI, RANGES_SINGLE };
 
 /*
  * libcurl is opened on first use (dlopen), not linked. Linked, it loads GnuTLS,
@@ -196,10 +219,11 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
 
 		x->status = sp ? atoi(sp + 1) : 0;
 		x->have_range = x->total_known = 0;
-		x->etag[0] = x->lastmod[0] = '\0';
+		x->etag[0] = x->lastmod[0] = x->ctype[0] = '\0';
 		return n;
 	}
 	if (header_value(line, n, "ETag", x->etag, sizeof(x->etag)) ||
+	    header_value(line, n, "Content-Type", x->ctype, sizeof(x->ctype)) ||
 	    header_value(line, n, "Last-Modified", x->lastmod, sizeof(x->lastmod)))
 		return n;
 	if (header_value(line, n, "Content-Range", v, sizeof(v))) {
@@ -221,11 +245,31 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
 
 /* Body bytes land straight in the caller's buffer; anything beyond it stops the
  * transfer (a 200 for the whole file, or a server sending more than asked). */
+/* The body of a multi-range answer: parsed into the vector's buffers. Anything
+ * but a multipart 206 stops the transfer at once (a 200 would be the whole
+ * image), as does a body found bad. */
+static size_t on_multi_body(struct xfer *x, const uint8_t *data, size_t n)
+{
+	if (x->status != 206 && x->status != 200)
+		return n; /* an error page: read and dropped, the status decides */
+	if (x->mp_rc == 1)
+		x->mp_rc = x->status == 206 ? mp_init(x->mp, x->ctype, x->v, x->n, x->size)
+			   : -ENOTSUP;
+	if (!x->mp_rc)
+		x->mp_rc = mp_feed(x->mp, data, n);
+	if (x->mp_rc)
+		return 0;
+	x->got += n;
+	return n;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
 {
 	struct xfer *x = ctx;
 	size_t n = size * nmemb, room = x->len - x->got;
 
+	if (x->mp)
+		return on_multi_body(x, (const uint8_t *)data, n);
 	if (x->status != 206 && !(x->status == 200 && x->whole))
 		return n; /* an error page: read and dropped, the status decides */
 	if (n > room) {
@@ -299,17 +343,15 @@ static int conn_setup(struct http_bdev *h, CURL *e)
 
 /* ---- one attempt ---- */
 
-/* Sends GET with Range: bytes=off..off+len-1 to origin o, within deadline. */
-static CURLcode attempt(struct http_bdev *h, CURL *e, const struct origin *o, struct xfer *x,
-			uint64_t off, uint64_t deadline, char *err)
+/* Sends GET with Range: bytes=`range` to origin o, within deadline. */
+static CURLcode attempt_ranges(struct http_bdev *h, CURL *e, const struct origin *o,
+			       struct xfer *x, const char *range, uint64_t deadline, char *err)
 {
-	char range[64];
 	uint64_t now = now_ns(), left = deadline > now ? deadline - now : 0;
 	long left_ms = (long)(left / MS) ? (long)(left / MS) : 1;
 	long conn_ms = (long)(h->connect_ns / MS) < left_ms ? (long)(h->connect_ns / MS) : left_ms;
 	CURLcode rc;
 
-	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + x->len - 1);
 	lc.easy_setopt(e, CURLOPT_URL, o->url);
 	lc.easy_setopt(e, CURLOPT_RANGE, range);
 	lc.easy_setopt(e, CURLOPT_HEADERDATA, x);
@@ -333,6 +375,16 @@ static CURLcode attempt(struct http_bdev *h, CURL *e, const struct origin *o, st
 		atomic_store(&h->http_version, v == CURL_HTTP_VERSION_2_0 ? 2 : v == CURL_HTTP_VERSION_3 ? 3 : 11);
 	}
 	return rc;
+}
+
+/* Sends GET with Range: bytes=off..off+len-1 to origin o, within deadline. */
+static CURLcode attempt(struct http_bdev *h, CURL *e, const struct origin *o, struct xfer *x,
+			uint64_t off, uint64_t deadline, char *err)
+{
+	char range[64];
+
+	snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + x->len - 1);
+	return attempt_ranges(h, e, o, x, range, deadline, err);
 }
 
 static enum outcome transport_outcome(struct http_bdev *h, CURLcode rc)
@@ -571,6 +623,153 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 	return (ssize_t)len;
 }
 
+/* ---- vectors ---- */
+
+/* Separate range requests for v[0..n), in parallel over the connections: the
+ * caller's thread and up to connections - 1 helpers take entries in order. */
+struct singles {
+	struct http_bdev *h;
+	const struct cairn_bdev_iov *v;
+	unsigned n;
+	atomic_uint next;
+	atomic_int rc;
+};
+
+static void *singles_worker(void *arg)
+{
+	struct singles *s = arg;
+
+	for (unsigned i; (i = atomic_fetch_add(&s->next, 1)) < s->n && !atomic_load(&s->rc);) {
+		ssize_t got = http_read(&s->h->base, s->v[i].buf, s->v[i].len, s->v[i].off);
+
+		if (got < 0 || (size_t)got != s->v[i].len) {
+			int zero = 0;
+
+			atomic_compare_exchange_strong(&s->rc, &zero, got < 0 ? (int)got : -EIO);
+		}
+	}
+	return NULL;
+}
+
+static int read_singles(struct http_bdev *h, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct singles s = { .h = h, .v = v, .n = n };
+	pthread_t th[MAX_CONNECTIONS];
+	unsigned helpers = (n < h->n_conns ? n : h->n_conns) - 1, started = 0;
+
+	while (started < helpers && !pthread_create(&th[started], NULL, singles_worker, &s))
+		started++; /* fewer helpers when threads run out: slower, still right */
+	singles_worker(&s);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	return atomic_load(&s.rc);
+}
+
+/* "a-b,c-d,..." for v[0..n); malloc'd, NULL when out of memory. */
+static char *range_list(const struct cairn_bdev_iov *v, unsigned n)
+{
+	char *s = malloc((size_t)n * 44 + 1), *p = s;
+
+	for (unsigned i = 0; s && i < n; i++)
+		p += sprintf(p, "%s%" PRIu64 "-%" PRIu64, i ? "," : "", v[i].off,
+			     v[i].off + v[i].len - 1);
+	return s;
+}
+
+/* One multi-range GET for v[0..n) (2 <= n <= MP_MAX_RANGES, none empty or in
+ * the head). 0; -ENOTSUP when the server does not answer with multipart
+ * (remembered by the caller); -EAGAIN when the attempt failed in a way
+ * separate requests may get past (transport, 5xx, an unchecked mirror); -EIO
+ * when the answer is wrong (bad parts, the image changed). */
+static int multi_get(struct http_bdev *h, const struct cairn_bdev_iov *v, unsigned n)
+{
+	uint64_t deadline = now_ns() + h->timeout_ns;
+	char err[CURL_ERROR_SIZE], *range = range_list(v, n);
+	struct mp_parser mp;
+	struct xfer x = { .v = v, .n = n, .size = h->base.size, .mp = &mp, .mp_rc = 1 };
+	struct origin *o = &h->origins[atomic_load(&h->cur)];
+	struct conn *c;
+	CURLcode rc;
+
+	if (!range)
+		return -ENOMEM;
+	c = origin_known(h, o) ? conn_get(h, deadline) : NULL;
+	if (!c) {
+		free(range);
+		return -EAGAIN;
+	}
+	rc = attempt_ranges(h, c->h, o, &x, range, deadline, err);
+	conn_put(h, c);
+	free(range);
+	if (x.mp_rc == -ENOTSUP || (rc == CURLE_OK && x.status == 200))
+		return -ENOTSUP; /* the whole file, or one range: stopped at its first byte */
+	if (x.mp_rc < 0)
+		return -EIO;
+	if (rc != CURLE_OK || x.status >= 500 || x.status == 408 || x.status == 429 ||
+	    x.status != 206)
+		return x.status == 416 ? -EIO : -EAGAIN;
+	if (strcmp(validator_of(&x), o->validator)) {
+		atomic_fetch_add(&h->changed, 1);
+		return -EIO;
+	}
+	return x.mp_rc == 1 ? -EIO : mp_finish(&mp); /* 1: a 206 without a body */
+}
+
+/* A vector: entries in the head from the copy, empty ones skipped, the rest
+ * in multi-range GETs of up to MP_MAX_RANGES entries, or separate requests
+ * once the server is known not to answer those. */
+static int http_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct http_bdev *h = (struct http_bdev *)dev;
+	struct cairn_bdev_iov *w = malloc(n * sizeof(*w));
+	unsigned k = 0;
+	int rc = 0;
+
+	if (!w)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		if (v[i].len && v[i].off + v[i].len <= h->head_len)
+			memcpy(v[i].buf, h->head + v[i].off, v[i].len);
+		else if (v[i].len)
+			w[k++] = v[i];
+	}
+	for (unsigned i = 0; i < k && !rc; i += MP_MAX_RANGES) {
+		unsigned m = k - i < MP_MAX_RANGES ? k - i : MP_MAX_RANGES;
+
+		rc = m > 1 && atomic_load(&h->ranges) != RANGES_SINGLE ? multi_get(h, w + i, m)
+									: -EAGAIN;
+		if (!rc)
+			atomic_store(&h->ranges, RANGES_MULTI);
+		if (rc == -ENOTSUP)
+			atomic_store(&h->ranges, RANGES_SINGLE);
+		if (rc == -ENOTSUP || rc == -EAGAIN)
+			rc = read_singles(h, w + i, m);
+		else if (rc)
+			atomic_fetch_add(&h->failed, 1);
+	}
+	free(w);
+	if (rc && rc != -EIO && rc != -ENOMEM)
+		rc = -EIO;
+	return rc;
+}
+
+/* Asks the server once, with bytes 0 and 1 (a failure that tells nothing
+ * leaves it unknown: asked again next time, vectors meanwhile assumed whole). */
+static int http_readv_one(struct cairn_bdev *dev)
+{
+	struct http_bdev *h = (struct http_bdev *)dev;
+	uint8_t b[2];
+	struct cairn_bdev_iov v[2] = { { b, 1, 0 }, { b + 1, 1, 1 } };
+
+	if (atomic_load(&h->ranges) == RANGES_UNKNOWN && dev->size >= 2) {
+		int rc = multi_get(h, v, 2);
+
+		if (!rc || rc == -ENOTSUP)
+			atomic_store(&h->ranges, rc ? RANGES_SINGLE : RANGES_MULTI);
+	}
+	return atomic_load(&h->ranges) != RANGES_SINGLE;
+}
+
 /* ---- setup ---- */
 
 static void origin_free(struct origin *o)
@@ -604,6 +803,8 @@ static const struct cairn_bdev_ops http_ops = {
 	.name = "http",
 	.read = http_read,
 	.close = http_close,
+	.readv = http_readv,
+	.readv_one = http_readv_one,
 };
 
 static char *dup_or_null(const char *s, int *oom)
@@ -763,6 +964,10 @@ int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev *
 		h->conns[i].h = lc.easy_init();
 		rc = h->conns[i].h ? conn_setup(h, h->conns[i].h) : -ENOMEM;
 	}
+	/* S3 answers a multi-range GET with the whole object: separate requests. */
+	for (unsigned i = 0; i < h->n_origins; i++)
+		if (h->origins[i].sigv4)
+			h->ranges = RANGES_SINGLE;
 	if (!rc)
 		rc = probe(h, cfg);
 	if (rc < 0) {

@@ -58,4 +58,5 @@ expect 2 "unknown option 'fooo'\$" "$CAIRN" mount -o fooo "$work/img" "$work/non
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi
+
 echo "mount options: ok"

@@ -14,6 +14,13 @@ test can change them mid-run):
   norange      ignore Range (200 with the whole file)
   etag=TAG     the ETag sent (default "v1"); changing it = the image changed
   size=BYTES   pretend the file is this long (truncate: smaller)
+  mr=HOW       a multi-range request (bytes=a-b,c-d,...) is answered with
+               multipart/byteranges unless HOW is: single (the first range
+               alone), whole (200, the whole file), badboundary (the body's
+               boundary is not the Content-Type's), badrange (a part names
+               bytes one off what was asked), truncate (the last part cut
+               short, then the connection closed), noclose (no close
+               delimiter), reorder (the parts in reverse order: fine)
 Each request is logged to stdout as "n range status".
 """
 import http.server
@@ -80,6 +87,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
             return
         size = len(data)
+        if rng.startswith("bytes=") and "," in rng and "norange" not in m:
+            return self.multi(m, data, rng[6:].split(","))
         status, first, last = 200, 0, size - 1
         if rng.startswith("bytes=") and "norange" not in m:
             a, _, b = rng[6:].partition("-")
@@ -112,6 +121,56 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(body[i : i + step])
                 self.wfile.flush()
                 time.sleep(step / bps)
+            return
+        self.wfile.write(body)
+
+
+    def multi(self, m, data, specs):
+        size, how = len(data), m.get("mr", "")
+        parts = []
+        for s in specs:
+            a, _, b = s.partition("-")
+            parts.append((int(a), min(int(b), size - 1)))
+        if how == "whole":
+            self.send_response(200)
+            self.send_header("ETag", '"%s"' % m.get("etag", "v1"))
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if how == "single":
+            a, b = parts[0]
+            self.send_response(206)
+            self.send_header("ETag", '"%s"' % m.get("etag", "v1"))
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, size))
+            self.send_header("Content-Length", str(b - a + 1))
+            self.end_headers()
+            self.wfile.write(data[a : b + 1])
+            return
+        if how == "reorder":
+            parts.reverse()
+        bnd = "00000000000000000042"
+        body = b""
+        for i, (a, b) in enumerate(parts):
+            ra = a + 1 if how == "badrange" and i == len(parts) - 1 else a
+            rb = b + 1 if how == "badrange" and i == len(parts) - 1 else b
+            body += ("\r\n--%s\r\nContent-Type: application/octet-stream\r\n"
+                     "Content-Range: bytes %d-%d/%d\r\n\r\n"
+                     % ("XX" + bnd if how == "badboundary" else bnd, ra, rb, size)).encode()
+            body += data[ra : rb + 1]
+        if how != "noclose":
+            body += ("\r\n--%s--\r\n" % bnd).encode()
+        self.send_response(206)
+        self.send_header("ETag", '"%s"' % m.get("etag", "v1"))
+        self.send_header("Content-Type", "multipart/byteranges; boundary=" + bnd)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if how == "truncate":
+            self.wfile.write(body[: len(body) - 300])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
             return
         self.wfile.write(body)
 

@@ -124,8 +124,8 @@ static void count_close(struct cairn_bdev *dev)
 	free(dev);
 }
 
-static const struct cairn_bdev_ops count_ops = { CAIRN_BDEV_OPS_VERSION, "count", count_read,
-						  count_close, NULL };
+static const struct cairn_bdev_ops count_ops = { 2, "count", count_read,
+						  count_close, NULL, NULL, NULL };
 
 static struct count_bdev *count_wrap(struct cairn_bdev *below)
 {

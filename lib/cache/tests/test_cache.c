@@ -516,6 +516,111 @@ static void test_prefetch_ranges(void **state)
 	rig_close(&r);
 }
 
+/* A device that takes vectors (as http does): records each vector's entries. */
+struct vec_bdev {
+	struct cairn_bdev base;
+	const unsigned char *src;
+	pthread_mutex_t lock;
+	int reads, vectors;
+	uint64_t order[64];  /* the segments asked, in order, over all vectors */
+	unsigned n_order;
+};
+
+static ssize_t vec_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct vec_bdev *d = (struct vec_bdev *)dev;
+
+	pthread_mutex_lock(&d->lock);
+	d->reads++;
+	pthread_mutex_unlock(&d->lock);
+	memcpy(buf, d->src + off, len);
+	return (ssize_t)len;
+}
+
+static int vec_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct vec_bdev *d = (struct vec_bdev *)dev;
+
+	pthread_mutex_lock(&d->lock);
+	d->vectors++;
+	for (unsigned i = 0; i < n; i++) {
+		if (d->n_order < 64)
+			d->order[d->n_order++] = v[i].off / 65536;
+		memcpy(v[i].buf, d->src + v[i].off, v[i].len);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void vec_close(struct cairn_bdev *dev)
+{
+	(void)dev; /* on the test's stack */
+}
+
+static const struct cairn_bdev_ops vec_ops = { .version = 3, .name = "vec", .read = vec_read,
+					       .close = vec_close, .readv = vec_readv };
+
+/* Over a device that takes a vector as one request, a profile's segments go
+ * out in the order wanted, max_io (here 4 segments) per vector, one worker so
+ * the order is the queue's, no gap fetched; everything is then a hit. */
+static void test_prefetch_ranges_vectors(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536, .max_io = 4 * 65536,
+					  .threads = 1 };
+	struct cairn_range want[] = {
+		{ 65536 * 40 + 5, 100 },        /* seg 40 */
+		{ 65536 * 3, 2 * 65536 },       /* 3, 4 */
+		{ 65536 * 90, 10 },             /* 90 */
+		{ 65536 * 4, 10 },              /* 4 again: asked once */
+		{ 65536 * 10, 10 },             /* 10 */
+		{ (8u << 20) - 100, 100 },      /* 127: the last */
+	};
+	static const uint64_t order[] = { 40, 3, 4, 90, 10, 127 };
+	struct cairn_range many[20];
+	size_t size = 8u << 20;
+	unsigned char *src = make_source(size, 5), *buf = malloc(65536);
+	struct vec_bdev d = { .src = src };
+	struct cairn_cache_stats st;
+	struct cairn_cache *c;
+
+	(void)state;
+	pthread_mutex_init(&d.lock, NULL);
+	assert_int_equal(cairn_bdev_init(&d.base, &vec_ops, NULL, size), 0);
+	assert_int_equal(cairn_cache_new(&d.base, &cfg, &c), 0);
+	assert_int_equal(cairn_cache_prefetch_ranges(c, want, sizeof(want) / sizeof(want[0])),
+			 6 * 65536);
+	cairn_cache_drain(c);
+	assert_int_equal(d.vectors, 2);
+	assert_int_equal(d.reads, 0);
+	assert_int_equal(d.n_order, 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(d.order[i], order[i]);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		size_t len = want[i].len < 65536 ? (size_t)want[i].len : 65536;
+
+		assert_int_equal(cairn_cache_read(c, buf, len, want[i].off, NULL), (ssize_t)len);
+		assert_memory_equal(buf, src + want[i].off, len);
+	}
+	cairn_cache_get_stats(c, &st);
+	assert_int_equal(st.misses, 0);
+	cairn_cache_free(c);
+
+	/* A 4 MiB max_io (a remote image's): vectors stay at 1 MiB, 16 segments,
+	 * so the first wanted page does not wait for 4 MiB on the link. */
+	cfg.max_io = 4u << 20;
+	d.vectors = 0;
+	assert_int_equal(cairn_cache_new(&d.base, &cfg, &c), 0);
+	for (int i = 0; i < 20; i++)
+		many[i] = (struct cairn_range){ (uint64_t)(3 * i + 1) * 65536, 10 };
+	assert_int_equal(cairn_cache_prefetch_ranges(c, many, 20), 20 * 65536);
+	cairn_cache_drain(c);
+	assert_int_equal(d.vectors, 2);
+	cairn_cache_free(c);
+	pthread_mutex_destroy(&d.lock);
+	free(src);
+	free(buf);
+}
+
 /* A device that says it holds some 64 KiB segments (as a disk cache would) and
  * counts the requests that mix held and other segments. */
 struct holder_bdev {
@@ -563,8 +668,8 @@ static void holder_close(struct cairn_bdev *dev)
 	free(h);
 }
 
-static const struct cairn_bdev_ops holder_ops = { CAIRN_BDEV_OPS_VERSION, "holder", holder_read,
-						   holder_close, holder_held };
+static const struct cairn_bdev_ops holder_ops = { 2, "holder", holder_read,
+						   holder_close, holder_held, NULL, NULL };
 
 /* Over a device that tells what it holds, a prefetch run is all held segments
  * or all others, gaps included: mixed, the held ones would wait for the slow
@@ -658,8 +763,8 @@ static void meet_close(struct cairn_bdev *dev)
 	free(m);
 }
 
-static const struct cairn_bdev_ops meet_ops = { CAIRN_BDEV_OPS_VERSION, "meet", meet_read,
-						 meet_close, NULL };
+static const struct cairn_bdev_ops meet_ops = { 2, "meet", meet_read,
+						 meet_close, NULL, NULL, NULL };
 
 /* A read that is not segment-aligned is max_io plus a piece: two requests, and
  * both go out together (a remote device pays one round trip, not two). */
@@ -728,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_bounce_pool_resident),
 		cmocka_unit_test(test_prefetch_ranges),
 		cmocka_unit_test(test_prefetch_ranges_held),
+		cmocka_unit_test(test_prefetch_ranges_vectors),
 		cmocka_unit_test(test_split_read_in_parallel),
 		cmocka_unit_test(test_bad_config),
 	};

@@ -2,7 +2,8 @@
 /* diskcache device over mem -> fault: every read right at odd offsets, served
  * from disk with the device below failing, the bound under a walk of twice the
  * budget, torn and foreign chunks dropped, persistence across opens, the key;
- * s3:// origins from options, the environment and a credentials file. */
+ * s3:// origins from options, the environment and a credentials file; a
+ * vectored read asks the device below once for the chunks it lacks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -394,6 +395,79 @@ static void test_s3(void **state)
 	assert_false(cairn_url_is_remote("/srv/http://x"));
 }
 
+/* A device below that takes vectors (as http does): counts them and their entries. */
+struct vec_below {
+	struct cairn_bdev base;
+	const uint8_t *src;
+	unsigned vectors, entries, reads;
+};
+
+static ssize_t vb_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct vec_below *b = (struct vec_below *)dev;
+
+	b->reads++;
+	memcpy(buf, b->src + off, len);
+	return (ssize_t)len;
+}
+
+static int vb_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, unsigned n)
+{
+	struct vec_below *b = (struct vec_below *)dev;
+
+	b->vectors++;
+	b->entries += n;
+	for (unsigned i = 0; i < n; i++)
+		memcpy(v[i].buf, b->src + v[i].off, v[i].len);
+	return 0;
+}
+
+static void vb_close(struct cairn_bdev *dev)
+{
+	(void)dev; /* on the test's stack */
+}
+
+static const struct cairn_bdev_ops vb_ops = { .version = 3, .name = "vecbelow",
+					      .read = vb_read, .close = vb_close,
+					      .readv = vb_readv };
+
+static void test_readv_one_request(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_diskcache_config cfg = { .dir = fx->dir, .key = "img-v", .chunk_bytes = CHUNK };
+	struct vec_below b = { .src = fx->src };
+	static uint8_t buf[5][3 * CHUNK + 1];
+	/* chunk 10 whole, part of 3 (on disk), 50 to 51, 11, 10 again, the short last */
+	const struct cairn_bdev_iov v[5] = {
+		{ buf[0], CHUNK, 10 * CHUNK }, { buf[1], 100, 3 * CHUNK + 7 },
+		{ buf[2], CHUNK + 2, 50 * CHUNK + CHUNK - 1 }, { buf[3], 2 * CHUNK, 11 * CHUNK - CHUNK / 2 },
+		{ buf[4], 200, SZ - 200 } };
+	struct cairn_bdev *d;
+
+	assert_int_equal(cairn_bdev_init(&b.base, &vb_ops, NULL, SZ), 0);
+	assert_int_equal(cairn_bdev_diskcache_new(&b.base, &cfg, &d), 0);
+	assert_true(cairn_bdev_readv_native(d));
+	assert_int_equal(cairn_bdev_read(d, buf[0], 10, 3 * CHUNK), 10); /* chunk 3 on disk */
+	assert_int_equal(b.reads, 1);
+	memset(buf, 0xee, sizeof(buf));
+	assert_int_equal(cairn_bdev_readv(d, v, 5), 0);
+	/* One vector, stretches in the order first asked: 10, 50-51, 11-12, the last */
+	assert_int_equal(b.vectors, 1);
+	assert_int_equal(b.entries, 4);
+	assert_int_equal(b.reads, 1);
+	for (int i = 0; i < 5; i++) {
+		assert_memory_equal(buf[i], fx->src + v[i].off, v[i].len);
+		assert_int_equal(buf[i][v[i].len], 0xee);
+	}
+	/* All on disk now: nothing asked below. */
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(cairn_bdev_readv(d, v, 5), 0);
+	assert_int_equal(b.vectors, 1);
+	for (int i = 0; i < 5; i++)
+		assert_memory_equal(buf[i], fx->src + v[i].off, v[i].len);
+	cairn_bdev_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +480,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readv_one_request, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
