@@ -26,8 +26,7 @@
  *
  * A device that takes a vectored read as one request (cairn_bdev_readv_native:
  * http, whose readv is one multi-range GET) needs no runs: the wanted segments
- * go out in the order the workload first needed them, max_io of them (at most
- * 1 MiB) per vector, several vectors in flight on the workers, and no gap is fetched. On
+ * go out in the order the workload first needed them, max_io of them per vector, several vectors in flight on the workers, and no gap is fetched. On
  * a shared link that order is what matters: a run carries segments needed late
  * ahead of ones needed early (bench/prefetch_model.py put runs of any shape at
  * >= 1.24x the ordered image for Python at 20 ms, 4 channels, 100 MB/s, and
@@ -180,23 +179,25 @@ static size_t make_runs(struct cairn_cache *c, const struct want *w, size_t n, i
 }
 
 /* A vector's segments are published once all of them have arrived, so a
- * larger one makes the first wanted page wait for more bytes on the link:
- * vectors hold at most max_io and at most this (what docs/bench/vecread.md
- * measured; remote images may have a larger max_io). */
-#define VEC_MAX_BYTES (1u << 20)
+ * larger one makes the first wanted page wait for more bytes on the link; but
+ * each vector also pays a round trip. Vectors hold at most max_io, as runs do:
+ * with remote images' 4 MiB, Java Hello's profile over http (20 ms, 4
+ * connections, one 100 MB/s link; bench/profile_gap.sh -u) took 30 requests and
+ * 485 ms, against 49 and 493 ms with 1 MiB vectors; Python 6 requests and
+ * 189 ms against 14 and 179 ms (3 runs each, load 7). */
 
 /* Wanted segments in rank order, claimed and queued as vectors of up to max_io
- * (and VEC_MAX_BYTES) bytes: those the device holds (a disk cache) first and
+ * bytes: those the device holds (a disk cache) first and
  * apart, so they never wait for a round trip to the server, then the others. Takes w (sorted by
  * offset, held marked); returns the bytes claimed. */
 static uint64_t queue_vectors(struct cairn_cache *c, struct want *w, size_t n)
 {
-	size_t per = (c->max_io < VEC_MAX_BYTES ? c->max_io : VEC_MAX_BYTES) >> c->seg_shift;
+	size_t per = c->max_io >> c->seg_shift;
 	uint64_t claimed = 0;
 	struct seg_vec v;
 
 	if (!per)
-		per = 1; /* segments larger than VEC_MAX_BYTES */
+		per = 1; /* segments larger than max_io */
 	qsort(w, n, sizeof(*w), by_rank);
 	seg_vec_init(&v);
 	for (int held = 1; held >= 0; held--) {
