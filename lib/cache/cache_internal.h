@@ -49,6 +49,8 @@ struct seg {
 	uint32_t delivered;         /* which 32nds of it a reader took to keep (bits) */
 	int refs;                   /* hash membership + readers holding it */
 	int err;                    /* SEG_FAILED: the negative errno */
+	uint64_t check_t0;          /* monotonic ns its digest check began (0: not yet);
+				       set by the checker, which holds it FETCHING */
 	uint8_t state;
 	uint8_t referenced;         /* CLOCK second-chance bit */
 	uint8_t from_ra;            /* speculative fetch not yet read by anyone */
@@ -118,6 +120,8 @@ struct cairn_cache {
 	_Atomic uint64_t resident, requests, bytes, errors, evictions;
 	_Atomic uint64_t ra_bytes, ra_wasted, dropped;
 	_Atomic uint64_t pt_reads;  /* pass-through mode: reads (all misses) */
+	/* c->verify: what hashing cost the reads (cairn_cache_stats) */
+	_Atomic uint64_t verify_wait_ns, verify_read_bytes;
 
 	pthread_mutex_t stream_lock;
 	struct stream streams[CACHE_STREAMS];
@@ -197,8 +201,10 @@ void seg_free_data(struct cairn_cache *c, struct seg *s);
 
 /* cache.c */
 /* Read a run of consecutive claimed segments in one device request and publish
- * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
-int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
+ * them. Segments outside [own_lo, own_hi] count as speculative (readahead).
+ * hash_ns: a reader's fetch (NULL on a worker), which adds the time it hashed. */
+int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi,
+	      uint64_t *hash_ns);
 /* Check those of s (UNCHECKED when published, each holding the reference
  * publish_run added) that are still unchecked and in the table, unless a
  * reader takes them first, and drop those references. */

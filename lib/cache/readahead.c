@@ -170,7 +170,7 @@ void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_
 	struct ra_job *j = job_new(s, n, JOB_FETCH);
 
 	if (!j) {
-		fetch_run(c, s, n, own_lo, own_hi);
+		fetch_run(c, s, n, own_lo, own_hi, NULL);
 		return;
 	}
 	j->own_lo = own_lo;
@@ -287,7 +287,7 @@ static void *worker_main(void *arg)
 		else if (j->kind == JOB_SPARE)
 			spare_check(c, j->segs, j->n);
 		else
-			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
+			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi, NULL);
 		free(j);
 
 		pthread_mutex_lock(&c->job_lock);
