@@ -114,6 +114,8 @@ static void test_second_read_hits(void **state)
 	assert_true(st.hits >= 3);
 	assert_true(st.misses >= 2);
 	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.verify_wait_ns, 0); /* no verify device: nothing hashed */
+	assert_int_equal(st.verify_read_bytes, 0);
 	rig_close(&r);
 }
 
