@@ -7,7 +7,8 @@
 # delivered (fuse_image_read_bytes), and what hashing cost the reads
 # (cache_verify_wait_us: their time hashing or waiting for another thread's
 # hash, summed over reads; cache_verify_read_bytes: hashed on their threads;
-# both empty for a build that does not count them), then medians.
+# both empty for a build that does not count them) and the daemon's CPU time
+# (cpu_user_us + cpu_sys_us, sys), then medians.
 #
 #   bench/verify-cost.sh IMAGE RUNS BUILD... -- CMD...
 #   (CMD gets the mount point as $M), e.g.
@@ -37,7 +38,7 @@ trap 'fusermount3 -u "$M" 2>/dev/null || true; rm -rf "$work"' EXIT
 stat_of() { sed -n "s/^$1 //p" "$2"; }
 now_ms() { date +%s%N | awk '{ printf "%.1f", $1 / 1e6 }'; }
 
-echo "build verify run ms requests bytes hashed delivered wait_us reader_hashed"
+echo "build verify run ms requests bytes hashed delivered wait_us reader_hashed cpu_us sys_us"
 for i in $(seq "$runs"); do
   for b in $builds; do
     for v in on none; do
@@ -57,17 +58,22 @@ for i in $(seq "$runs"); do
       for _ in $(seq 100); do [ -s "$work/st" ] && break; sleep 0.05; done
       echo "$b $v $i $(echo "$t1 - $t0" | bc) $(stat_of device_requests "$work/st")" \
         "$(stat_of device_bytes "$work/st") $(stat_of verify_bytes "$work/st" | grep . || echo 0)" \
-        "$(stat_of fuse_image_read_bytes "$work/st") $(stat_of cache_verify_wait_us "$work/st")" \
-        "$(stat_of cache_verify_read_bytes "$work/st")"
+        "$(stat_of fuse_image_read_bytes "$work/st") $(stat_of cache_verify_wait_us "$work/st" | grep . || echo -)" \
+        "$(stat_of cache_verify_read_bytes "$work/st" | grep . || echo -)" \
+        "$(($(stat_of cpu_user_us "$work/st") + $(stat_of cpu_sys_us "$work/st")))" \
+        "$(stat_of cpu_sys_us "$work/st")"
     done
   done
 done | tee "$work/rows"
 echo "median over $runs runs: build verify ms requests bytes hashed (those of the median-time run)," \
-  "then wait_us (median of its own); on/none"
+  "then wait_us cpu_us sys_us (medians of their own); on/none"
 for b in $builds; do
   for v in on none; do
-    w=$(awk -v b="$b" -v v="$v" '$1 == b && $2 == v && $9 != "" { print $9 }' "$work/rows" |
-      sort -n | awk '{ w[NR] = $1 } END { print NR ? w[int((NR + 1) / 2)] : "-" }')
+    w=; sep=
+    for col in 9 11 12; do
+      w="$w$sep$(awk -v b="$b" -v v="$v" -v k=$col '$1 == b && $2 == v && $k != "-" { print $k }' \
+        "$work/rows" | sort -n | awk '{ w[NR] = $1 } END { print NR ? w[int((NR + 1) / 2)] : "-" }')"; sep=" "
+    done
     awk -v b="$b" -v v="$v" '$1 == b && $2 == v { print $4, $5, $6, $7 }' \
       "$work/rows" | sort -n | awk -v b="$b" -v v="$v" -v w="$w" '
       { t[NR] = $1; r[NR] = $2; y[NR] = $3; h[NR] = $4 }
