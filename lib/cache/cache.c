@@ -27,6 +27,10 @@
  * for them and the workers stay free to fetch. A bad granule fails its
  * segment only, for the reads that need it, and is fetched again by the next
  * one; a background check leaves it unchecked, for the first of those reads.
+ * What the hashing costs the reads is counted (cairn_cache_stats
+ * verify_wait_ns): a reader's own checks, and its waits on a segment from the
+ * moment another thread began checking it (seg.check_t0), not its waits on
+ * the device.
  */
 #include <errno.h>
 #include <stdlib.h>
