@@ -111,6 +111,8 @@ struct cairn_cache {
 	uint32_t *free_slots;       /* a stack of free slot numbers */
 	uint8_t *slot_warm;         /* per slot: its pages are resident */
 	size_t nwarm_free, warm_max;/* free slots still resident, and the most kept so */
+	size_t warm_idle;           /* ... and kept once idle (arena_trim) */
+	_Atomic int warm_excess;    /* nwarm_free went past warm_idle: trim when idle */
 	unsigned char *bounce[CACHE_BOUNCE_POOL];
 	size_t nbounce;
 
@@ -198,6 +200,8 @@ void arena_destroy(struct cairn_cache *c);
 int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp);
 void bounce_put(struct cairn_cache *c, unsigned char *buf);
 void seg_free_data(struct cairn_cache *c, struct seg *s);
+/* Give back the resident free slots beyond the idle allowance (slot_lock not held). */
+void arena_trim(struct cairn_cache *c);
 
 /* cache.c */
 /* Read a run of consecutive claimed segments in one device request and publish

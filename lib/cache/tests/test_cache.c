@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "cache_test_util.h"
+#include "cache/cache_internal.h" /* the arena's warm slots (test_warm_trim) */
 
 struct rig {
 	unsigned char *src;
@@ -415,6 +416,40 @@ static void test_delivered(void **state)
 	rig_close(&r);
 }
 
+static size_t warm_free(struct cairn_cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->slot_lock);
+	n = c->nwarm_free;
+	pthread_mutex_unlock(&c->slot_lock);
+	return n;
+}
+
+/* Segment memory freed once delivered stays resident for the next fetches
+ * while they come (up to WARM_BUSY), and goes back to the OS once the workers
+ * have been idle a while, down to WARM_IDLE; reads afterwards are right. */
+static void test_warm_trim(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 16u << 20 };
+	struct rig r;
+	struct timespec nap = { 0, 50 * 1000 * 1000 };
+	int waited = 0;
+
+	rig_open(&r, 12u << 20, &cfg, 0);
+	for (uint64_t off = 0; off < 10u << 20; off += 1u << 20)
+		check_read(&r, off, 1u << 20, NULL);
+	cairn_cache_drain(r.cache);
+	cairn_cache_delivered(r.cache, 0, 10u << 20);
+	assert_true(warm_free(r.cache) > r.cache->warm_idle);
+	assert_true(warm_free(r.cache) <= r.cache->warm_max);
+	while (warm_free(r.cache) > r.cache->warm_idle && waited++ < 400) /* 20 s at most */
+		nanosleep(&nap, NULL);
+	assert_true(warm_free(r.cache) <= r.cache->warm_idle);
+	check_read(&r, 3u << 20, 2u << 20, NULL);
+	rig_close(&r);
+}
+
 /* Ranges in the order they are wanted: merged into max_io runs (gaps filled
  * while the run stays half wanted), most wanted first, at most the budget. */
 static void test_prefetch_ranges(void **state)
@@ -680,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch),
 		cmocka_unit_test(test_prefetch_claims),
 		cmocka_unit_test(test_delivered),
+		cmocka_unit_test(test_warm_trim),
 		cmocka_unit_test(test_prefetch_ranges),
 		cmocka_unit_test(test_prefetch_ranges_held),
 		cmocka_unit_test(test_split_read_in_parallel),
