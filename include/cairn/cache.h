@@ -54,6 +54,11 @@ struct cairn_cache_stats {
 	uint64_t errors;                /* failed device requests */
 	uint64_t waits;                 /* hits that waited for an in-flight fetch */
 	uint64_t dropped;               /* segments dropped once delivered */
+	/* Over a verify device: the time reads spent on digest checks, summed over
+	 * reads (hashing on their own thread, or waiting for another thread's
+	 * check of a segment they need; not the checks of bytes fetched ahead
+	 * that no read waited for), and the bytes hashed on readers' threads. */
+	uint64_t verify_wait_ns, verify_read_bytes;
 };
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,

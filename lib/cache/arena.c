@@ -14,10 +14,16 @@
  * slack of max_io per worker and per concurrent reader (the fetches in
  * flight). A slot freed while nothing waits for memory (a segment dropped once
  * delivered, cairn_cache_delivered) stays resident only while fewer than
- * WARM_BYTES of free slots are; past that its pages go back to the OS
- * (MADV_DONTNEED), so a daemon whose data the kernel has taken shrinks back to
- * its metadata. Eviction frees slots for the fetch that follows it, which takes
- * them warm. Everything goes back to the OS in cairn_cache_free().
+ * WARM_BUSY of free slots are; past that its pages go back to the OS
+ * (MADV_DONTNEED). A cold start frees delivered segments as fast as it
+ * fetches new ones, so the next fetch takes a warm slot (the free list is a
+ * stack) instead of faulting and zeroing fresh pages: 8 MiB of them cut the
+ * daemon's system time per Java start by 10-15 ms (docs/bench/vcost4.md).
+ * Once the workers have had nothing to do for WARM_IDLE_S, the free slots
+ * beyond WARM_IDLE go back too (arena_trim), so an idle daemon whose data the
+ * kernel has taken shrinks back to its metadata. Eviction frees slots for the
+ * fetch that follows it, which takes them warm. Everything goes back to the
+ * OS in cairn_cache_free().
  *
  * If every slot is taken (more concurrent fetches than the slack foresaw),
  * a segment falls back to malloc and is freed at eviction: correctness never
@@ -39,7 +45,8 @@
 #define HUGE_ALIGN (2u << 20)
 #define SLACK_READERS 4u    /* concurrent sync readers the slack is sized for */
 #define MAX_SLOTS (1u << 26)
-#define WARM_BYTES (2u << 20) /* freed segment memory kept resident for reuse */
+#define WARM_BUSY (8u << 20) /* freed segment memory kept resident for reuse */
+#define WARM_IDLE (2u << 20) /* of which kept once idle (arena_trim) */
 
 int arena_init(struct cairn_cache *c)
 {
@@ -57,7 +64,8 @@ int arena_init(struct cairn_cache *c)
 	c->slot_warm = calloc(n, 1);
 	if (!c->free_slots || !c->slot_warm)
 		goto fail;
-	c->warm_max = WARM_BYTES >> c->seg_shift;
+	c->warm_max = WARM_BUSY >> c->seg_shift;
+	c->warm_idle = WARM_IDLE >> c->seg_shift;
 	p = mmap(NULL, bytes + HUGE_ALIGN, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -202,8 +210,28 @@ void bounce_put(struct cairn_cache *c, unsigned char *buf)
 	free(buf);
 }
 
+/* Give back the pages of free slots beyond WARM_IDLE, the least recently
+ * freed first (the top of the stack is taken next). */
+void arena_trim(struct cairn_cache *c)
+{
+	pthread_mutex_lock(&c->slot_lock);
+	for (size_t i = 0; i < c->nfree && c->nwarm_free > c->warm_idle; i++) {
+		uint32_t slot = c->free_slots[i];
+
+		if (!c->slot_warm[slot])
+			continue;
+		madvise(c->arena + ((size_t)slot << c->seg_shift), c->seg_size, MADV_DONTNEED);
+		c->slot_warm[slot] = 0;
+		c->nwarm_free--;
+	}
+	atomic_store_explicit(&c->warm_excess, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&c->slot_lock);
+}
+
 void seg_free_data(struct cairn_cache *c, struct seg *s)
 {
+	int wake = 0;
+
 	if (!s->data)
 		return;
 	if (s->slot == SEG_NO_SLOT) {
@@ -221,7 +249,17 @@ void seg_free_data(struct cairn_cache *c, struct seg *s)
 			c->slot_warm[s->slot] = 0;
 		}
 		c->free_slots[c->nfree++] = s->slot;
+		/* The first slot kept past the idle allowance: a worker must wake to
+		 * time the idle period (workers_wait), it may be asleep for good. */
+		if (c->nwarm_free > c->warm_idle &&
+		    !atomic_exchange_explicit(&c->warm_excess, 1, memory_order_relaxed))
+			wake = 1;
 		pthread_mutex_unlock(&c->slot_lock);
+	}
+	if (wake) { /* job_lock is a leaf: not under slot_lock */
+		pthread_mutex_lock(&c->job_lock);
+		pthread_cond_signal(&c->job_cond);
+		pthread_mutex_unlock(&c->job_lock);
 	}
 	s->data = NULL;
 	s->slot = SEG_NO_SLOT;

@@ -27,10 +27,15 @@
  * for them and the workers stay free to fetch. A bad granule fails its
  * segment only, for the reads that need it, and is fetched again by the next
  * one; a background check leaves it unchecked, for the first of those reads.
+ * What the hashing costs the reads is counted (cairn_cache_stats
+ * verify_wait_ns): a reader's own checks, and its waits on a segment from the
+ * moment another thread began checking it (seg.check_t0), not its waits on
+ * the device.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cairn/error.h>
 #include <cairn/verify.h>
 #include "cache/cache_internal.h"
@@ -299,17 +304,43 @@ static int refetch_each(struct cairn_cache *c, struct seg **s, size_t n, uint64_
 	return err;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Check the len fetched bytes of s, which its caller holds FETCHING, against
+ * their digests. Stamps when the check began, so a reader waiting for s can
+ * tell its wait on the hash from its wait on the device; hash_ns (a reader's
+ * own check; NULL on a worker) gets the time spent here. */
+static int check_held(struct cairn_cache *c, struct seg *s, size_t len, uint64_t *hash_ns)
+{
+	uint64_t t0 = now_ns();
+	int rc;
+
+	s->check_t0 = t0; /* read by waiters only after s leaves FETCHING */
+	rc = cairn_bdev_verify_check(c->verify, s->data, len, s->idx << c->seg_shift);
+	if (hash_ns) {
+		*hash_ns += now_ns() - t0;
+		atomic_fetch_add_explicit(&c->verify_read_bytes, len, memory_order_relaxed);
+	}
+	return rc;
+}
+
 /* Check fetched segments against their digests (c->verify) one at a time, and
  * publish each good one at once (a bad one fails alone). The first error, or 0. */
 static int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
-		      uint64_t own_hi)
+		      uint64_t own_hi, uint64_t *hash_ns)
 {
 	int err = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t off = s[i]->idx << c->seg_shift;
 		size_t len = (size_t)(c->dev_size - off < c->seg_size ? c->dev_size - off : c->seg_size);
-		int rc = cairn_bdev_verify_check(c->verify, s[i]->data, len, off);
+		int rc = check_held(c, s[i], len, hash_ns);
 
 		if (rc) {
 			atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
@@ -323,11 +354,12 @@ static int check_segs(struct cairn_cache *c, struct seg **s, size_t n, uint64_t 
 }
 
 /* Check a segment its caller took from SEG_UNCHECKED (set it FETCHING, so
- * others wait) and make it READY, or fail it. 0 or the error. */
-static int check_taken(struct cairn_cache *c, struct seg *s)
+ * others wait) and make it READY, or fail it. 0 or the error. hash_ns: as
+ * check_held's. */
+static int check_taken(struct cairn_cache *c, struct seg *s, uint64_t *hash_ns)
 {
 	struct shard *sh = seg_shard(c, s->idx);
-	int rc = cairn_bdev_verify_check(c->verify, s->data, s->len, s->idx << c->seg_shift);
+	int rc = check_held(c, s, s->len, hash_ns);
 
 	if (rc) {
 		atomic_fetch_add_explicit(&c->errors, 1, memory_order_relaxed);
@@ -354,7 +386,7 @@ void check_spare(struct cairn_cache *c, struct seg **s, size_t n)
 			s[i]->state = SEG_FETCHING;
 		pthread_mutex_unlock(&sh->lock);
 		if (take)
-			(void)check_taken(c, s[i]); /* a failure is for the reads that need it */
+			(void)check_taken(c, s[i], NULL); /* a failure is for the reads that need it */
 		seg_release(c, s[i]);
 	}
 }
@@ -396,7 +428,7 @@ void spare_check(struct cairn_cache *c, struct seg **s, size_t n)
  * behind hashing queued for others. Returns the error of the first own
  * segment (the others show in their state). */
 static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
-		     uint64_t own_hi)
+		     uint64_t own_hi, uint64_t *hash_ns)
 {
 	size_t a = 0, b;
 	int err;
@@ -421,7 +453,7 @@ static int check_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t o
 		queue_checks(c, s + a + 1, b - a - 1);
 		b = a + 1;
 	}
-	err = check_segs(c, s + a, b - a, own_lo, own_hi);
+	err = check_segs(c, s + a, b - a, own_lo, own_hi, hash_ns);
 	return err;
 }
 
@@ -437,7 +469,8 @@ static ssize_t read_run(struct cairn_cache *c, unsigned char *dst, uint64_t want
 	return rc ? rc : (ssize_t)want;
 }
 
-int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi)
+int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi,
+	      uint64_t *hash_ns)
 {
 	uint64_t off = s[0]->idx << c->seg_shift;
 	uint64_t want = (uint64_t)n << c->seg_shift;
@@ -476,7 +509,7 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 		return err;
 	}
 	if (c->verify)
-		return check_run(c, s, n, own_lo, own_hi);
+		return check_run(c, s, n, own_lo, own_hi, hash_ns);
 	publish_run(c, s, n, own_lo, own_hi, SEG_READY);
 	return 0;
 }
@@ -518,7 +551,7 @@ int fetch_vec(struct cairn_cache *c, struct seg **s, size_t n)
 		return err;
 	}
 	if (c->verify)
-		return check_run(c, s, n, 1, 0);
+		return check_run(c, s, n, 1, 0, NULL);
 	publish_run(c, s, n, 1, 0, SEG_READY);
 	return 0;
 }
@@ -535,9 +568,10 @@ static int cmp_seg_idx(const void *a, const void *b)
  * the workers ahead of readahead and travels beside the one fetched here: a
  * read that is not segment-aligned (9 segments for 1 MiB) or that meets a
  * segment claimed by another read costs one round trip, not one per run (20 ms
- * each to a remote server). Errors show in the claims' state. */
+ * each to a remote server). Errors show in the claims' state; hash_ns gets the
+ * time the reader hashed here. */
 static void fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
-			 uint64_t own_hi)
+			 uint64_t own_hi, uint64_t *hash_ns)
 {
 	size_t per = c->max_io >> c->seg_shift, first = 0;
 
@@ -553,7 +587,7 @@ static void fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64
 		i += k;
 	}
 	if (first)
-		(void)fetch_run(c, s, first, own_lo, own_hi);
+		(void)fetch_run(c, s, first, own_lo, own_hi, hash_ns);
 }
 
 /* Claim and queue the readahead a plan asks for, from `from` on. */
@@ -596,11 +630,29 @@ static void plan_sync(const struct cairn_cache *c, uint64_t off, uint64_t end,
 		*want_lo = off - c->max_io;
 }
 
+/* Wait (shard locked) until s leaves SEG_FETCHING. Over a verify device, the
+ * part of the wait after another thread began checking s is added to hash_ns:
+ * this read waited on the hash, not on the device. */
+static void wait_fetched(struct cairn_cache *c, struct shard *sh, struct seg *s,
+			 uint64_t *hash_ns)
+{
+	uint64_t t0;
+
+	if (s->state != SEG_FETCHING)
+		return;
+	t0 = c->verify ? now_ns() : 0;
+	while (s->state == SEG_FETCHING)
+		pthread_cond_wait(&sh->cond, &sh->lock);
+	if (c->verify && s->check_t0)
+		*hash_ns += now_ns() - (s->check_t0 > t0 ? s->check_t0 : t0);
+}
+
 /* Wait for a segment someone else fetches, copy from it, drop our reference.
  * One that is (or becomes) UNCHECKED we take and check here: this read needs
- * it now, and whoever else needs it waits for our check. */
+ * it now, and whoever else needs it waits for our check. hash_ns gets the time
+ * this read spent hashing, or waiting for another thread's hash of s. */
 static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *buf,
-			 uint64_t off, uint64_t end)
+			 uint64_t off, uint64_t end, uint64_t *hash_ns)
 {
 	struct shard *sh = seg_shard(c, s->idx);
 	struct seg *dead;
@@ -608,13 +660,12 @@ static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *bu
 
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
-		while (s->state == SEG_FETCHING)
-			pthread_cond_wait(&sh->cond, &sh->lock);
+		wait_fetched(c, sh, s, hash_ns);
 		if (s->state != SEG_UNCHECKED)
 			break;
 		s->state = SEG_FETCHING;
 		pthread_mutex_unlock(&sh->lock);
-		(void)check_taken(c, s); /* READY or FAILED */
+		(void)check_taken(c, s, hash_ns); /* READY or FAILED */
 		pthread_mutex_lock(&sh->lock);
 	}
 	if (s->state == SEG_READY)
@@ -634,7 +685,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	uint64_t first = off >> c->seg_shift, last = (end - 1) >> c->seg_shift;
 	struct seg_vec own, waits, all, *fetch_list = &own;
 	struct ra_plan plan = { 0 };
-	uint64_t ra_from = (last + 1) << c->seg_shift;
+	uint64_t ra_from = (last + 1) << c->seg_shift, hash_ns = 0;
 	int err = 0, miss = 0;
 
 	seg_vec_init(&own);
@@ -706,7 +757,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	 * extension claims is not this read's (a bad granule next door must not
 	 * fail it). */
 	if (fetch_list->n)
-		fetch_claims(c, fetch_list->v, fetch_list->n, first, last);
+		fetch_claims(c, fetch_list->v, fetch_list->n, first, last, &hash_ns);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
 	/* Readahead starts past this read's own segments and the ones it was
@@ -716,19 +767,21 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	if (!err && plan.ra_hi)
 		start_readahead(c, &plan, ra_from);
 	for (size_t i = 0; i < own.n; i++) {
-		int rc = wait_and_copy(c, own.v[i], buf, off, end); /* a worker may still fetch it */
+		int rc = wait_and_copy(c, own.v[i], buf, off, end, &hash_ns); /* a worker may fetch it */
 
 		if (rc && !err)
 			err = rc;
 	}
 	for (size_t i = 0; i < waits.n; i++) {
-		int rc = wait_and_copy(c, waits.v[i], buf, off, end);
+		int rc = wait_and_copy(c, waits.v[i], buf, off, end, &hash_ns);
 
 		if (rc && !err)
 			err = rc;
 	}
 	seg_vec_free(&own);
 	seg_vec_free(&waits);
+	if (hash_ns)
+		atomic_fetch_add_explicit(&c->verify_wait_ns, hash_ns, memory_order_relaxed);
 	return err ? err : (ssize_t)(end - off);
 }
 
@@ -945,6 +998,8 @@ void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 	out->dropped = atomic_load_explicit(&c->dropped, memory_order_relaxed);
 	out->resident_bytes = atomic_load_explicit(&c->resident, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
+	out->verify_wait_ns = atomic_load_explicit(&c->verify_wait_ns, memory_order_relaxed);
+	out->verify_read_bytes = atomic_load_explicit(&c->verify_read_bytes, memory_order_relaxed);
 }
 
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c) { return c->dev; }

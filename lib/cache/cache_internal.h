@@ -49,6 +49,8 @@ struct seg {
 	uint32_t delivered;         /* which 32nds of it a reader took to keep (bits) */
 	int refs;                   /* hash membership + readers holding it */
 	int err;                    /* SEG_FAILED: the negative errno */
+	uint64_t check_t0;          /* monotonic ns its digest check began (0: not yet);
+				       set by the checker, which holds it FETCHING */
 	uint8_t state;
 	uint8_t referenced;         /* CLOCK second-chance bit */
 	uint8_t from_ra;            /* speculative fetch not yet read by anyone */
@@ -111,6 +113,8 @@ struct cairn_cache {
 	uint32_t *free_slots;       /* a stack of free slot numbers */
 	uint8_t *slot_warm;         /* per slot: its pages are resident */
 	size_t nwarm_free, warm_max;/* free slots still resident, and the most kept so */
+	size_t warm_idle;           /* ... and kept once idle (arena_trim) */
+	_Atomic int warm_excess;    /* nwarm_free went past warm_idle: trim when idle */
 	unsigned char *bounce[CACHE_BOUNCE_POOL]; /* the top one may be resident, */
 	size_t nbounce;                           /* the rest hold no pages */
 	int bounce_warm;            /* bounce[nbounce - 1] is resident */
@@ -121,6 +125,8 @@ struct cairn_cache {
 	_Atomic uint64_t resident, requests, bytes, errors, evictions;
 	_Atomic uint64_t ra_bytes, ra_wasted, dropped;
 	_Atomic uint64_t pt_reads;  /* pass-through mode: reads (all misses) */
+	/* c->verify: what hashing cost the reads (cairn_cache_stats) */
+	_Atomic uint64_t verify_wait_ns, verify_read_bytes;
 
 	pthread_mutex_t stream_lock;
 	struct stream streams[CACHE_STREAMS];
@@ -197,11 +203,15 @@ void arena_destroy(struct cairn_cache *c);
 int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp);
 void bounce_put(struct cairn_cache *c, unsigned char *buf);
 void seg_free_data(struct cairn_cache *c, struct seg *s);
+/* Give back the resident free slots beyond the idle allowance (slot_lock not held). */
+void arena_trim(struct cairn_cache *c);
 
 /* cache.c */
 /* Read a run of consecutive claimed segments in one device request and publish
- * them. Segments outside [own_lo, own_hi] count as speculative (readahead). */
-int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi);
+ * them. Segments outside [own_lo, own_hi] count as speculative (readahead).
+ * hash_ns: a reader's fetch (NULL on a worker), which adds the time it hashed. */
+int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, uint64_t own_hi,
+	      uint64_t *hash_ns);
 /* Read claimed segments, anywhere on the device and in the order given, in one
  * vectored read (one entry each) and publish them as speculative. For a device
  * that takes a vector as one request (cairn_bdev_readv_native(fetch_dev(c))). */

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "cache/cache_internal.h"
 
@@ -180,7 +181,7 @@ void queue_demand(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_
 	struct ra_job *j = job_new(s, n, JOB_FETCH);
 
 	if (!j) {
-		fetch_run(c, s, n, own_lo, own_hi);
+		fetch_run(c, s, n, own_lo, own_hi, NULL);
 		return;
 	}
 	j->own_lo = own_lo;
@@ -273,6 +274,29 @@ static void *spare_main(void *arg)
 	return NULL;
 }
 
+#define WARM_IDLE_S 1 /* idle seconds before kept segment memory goes back */
+
+/* Wait for work (job_lock held). While free segment memory is kept beyond the
+ * idle allowance, wait at most WARM_IDLE_S, and give it back if no job came
+ * meanwhile. */
+static void workers_wait(struct cairn_cache *c)
+{
+	struct timespec ts;
+
+	if (!atomic_load_explicit(&c->warm_excess, memory_order_relaxed)) {
+		pthread_cond_wait(&c->job_cond, &c->job_lock);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WARM_IDLE_S;
+	if (pthread_cond_timedwait(&c->job_cond, &c->job_lock, &ts) == ETIMEDOUT &&
+	    !c->job_head && !c->stopping) {
+		pthread_mutex_unlock(&c->job_lock);
+		arena_trim(c);
+		pthread_mutex_lock(&c->job_lock);
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct cairn_cache *c = arg;
@@ -282,7 +306,7 @@ static void *worker_main(void *arg)
 		struct ra_job *j;
 
 		while (!c->job_head && !c->stopping)
-			pthread_cond_wait(&c->job_cond, &c->job_lock);
+			workers_wait(c);
 		if (!c->job_head)
 			break;
 		j = c->job_head;
@@ -299,7 +323,7 @@ static void *worker_main(void *arg)
 		else if (j->kind == JOB_VEC)
 			fetch_vec(c, j->segs, j->n);
 		else
-			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi);
+			fetch_run(c, j->segs, j->n, j->own_lo, j->own_hi, NULL);
 		free(j);
 
 		pthread_mutex_lock(&c->job_lock);

@@ -660,6 +660,39 @@ void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
 		cairn_image_pushed(ns->img, n->lower, off, len);
 }
 
+/* A buffer for an image read of len bytes. A large one is taken from the
+ * few kept (read_buf_put): malloc hands out a fresh mapping for it, whose
+ * every page faults and is zeroed as the read fills it, and munmap at free
+ * shoots down the TLBs of all CPUs; per 1 MiB read that is more system time
+ * than the copy itself, in the daemon's threads that the cold start waits on
+ * (docs/bench/vcost4.md). */
+static void *read_buf_get(struct cairn_ns *ns, size_t len)
+{
+	void *p = NULL;
+
+	if (len < NS_READ_BUF_MIN || len > NS_READ_BUF)
+		return malloc(len ? len : 1);
+	pthread_mutex_lock(&ns->buf_lock);
+	if (ns->nbufs)
+		p = ns->bufs[--ns->nbufs];
+	pthread_mutex_unlock(&ns->buf_lock);
+	return p ? p : malloc(NS_READ_BUF);
+}
+
+/* Give back a buffer of read_buf_get(ns, len): kept if there is room. */
+static void read_buf_put(struct cairn_ns *ns, void *p, size_t len)
+{
+	if (len >= NS_READ_BUF_MIN && len <= NS_READ_BUF) {
+		pthread_mutex_lock(&ns->buf_lock);
+		if (ns->nbufs < NS_READ_BUFS) {
+			ns->bufs[ns->nbufs++] = p;
+			p = NULL;
+		}
+		pthread_mutex_unlock(&ns->buf_lock);
+	}
+	free(p);
+}
+
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
 		      cairn_iov_fn fn, void *ctx, int *from_image)
 {
@@ -689,18 +722,18 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	}
 	if (from_image)
 		*from_image = 1;
-	iov.iov_base = malloc(len ? len : 1);
+	iov.iov_base = read_buf_get(ns, len);
 	if (!iov.iov_base)
 		return -ENOMEM;
 	lower = n->lower; /* n may be forgotten once fn has replied */
 	got = cairn_image_read(ns->img, lower, iov.iov_base, len, off);
 	if (got < 0) {
-		free(iov.iov_base);
+		read_buf_put(ns, iov.iov_base, len);
 		return (int)got;
 	}
 	iov.iov_len = (size_t)got;
 	rc = fn(ctx, &iov, 1, (size_t)got);
-	free(iov.iov_base);
+	read_buf_put(ns, iov.iov_base, len);
 	if (!rc)
 		delivered(ns, lower, off, got);
 	return rc;

@@ -48,6 +48,10 @@ struct ns_set {
 	size_t mask, used;
 };
 
+#define NS_READ_BUF (1u << 20)     /* the largest read a kernel sends (FUSE max_read) */
+#define NS_READ_BUF_MIN (128u << 10)/* smaller buffers come cheap from the heap */
+#define NS_READ_BUFS 2u             /* kept: at most 2 MiB resident */
+
 struct cairn_ns {
 	pthread_mutex_t lock;       /* node tables, node links, every tree change */
 	pthread_cond_t copy_done;   /* a node's `copying` went back to 0 (with lock) */
@@ -73,6 +77,12 @@ struct cairn_ns {
 	uint64_t nodes, copy_ups;
 	uint64_t refs;              /* lookup references the caller holds (atomic) */
 	uint64_t over_forgets;      /* forgets beyond the lookup count (caller bugs; atomic) */
+	/* Large read buffers of image reads (cairn_ns_read_iov) kept for reuse,
+	 * NS_READ_BUF bytes each: a fresh 1 MiB buffer is mapped, faulted in and
+	 * zeroed page by page on every read (ns.c, read_buf_get). */
+	pthread_mutex_t buf_lock;
+	void *bufs[NS_READ_BUFS];
+	unsigned nbufs;
 };
 
 static inline int ns_has_upper(const struct ns_node *n)

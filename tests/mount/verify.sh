@@ -4,7 +4,7 @@
 # is refused at mount or gives EIO for the reads that need the bad granule and
 # the right bytes for the rest (before and after it in the same file, and other
 # files); the daemon keeps serving, logs the mismatch once,
-# counts it in stats, and fetches the bad granule again on the next read (the
+# counts it in stats (and what hashing cost the reads), and fetches the bad granule again on the next read (the
 # image is repaired underneath: the read then succeeds).
 . "$(dirname "$0")/common.inc"
 
@@ -48,6 +48,10 @@ for off in 4100 $((meta + 10)) $((data + 300000)); do
     for p in $(daemons_of "$WORK/m$i"); do kill -USR1 "$p"; done
     wait_file "$WORK/st$i" || fail "no stats"
     grep -q "^verify_mismatches [1-9]" "$WORK/st$i" || fail "flip at $off: not counted"
+    # What hashing cost the reads: a cold read hashes the segment it asked for itself.
+    grep -q "^cache_verify_read_bytes [1-9]" "$WORK/st$i" &&
+      grep -q "^cache_verify_wait_us [0-9]" "$WORK/st$i" ||
+      fail "flip at $off: the reads' hashing not reported: $(grep verify "$WORK/st$i")"
     # Repair underneath: the bad granule was not cached, so the next read works.
     cp "$WORK/img" "$WORK/bad$i"
     cat "$WORK/m$i/d/big" | cmp -s - "$WORK/src/d/big" || fail "flip at $off: not refetched"

@@ -437,7 +437,9 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_stack *stack)
 		cs.resident_bytes);
 	if (cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs) == 0)
 		fprintf(stderr, "verify: %" PRIu64 " granules (%" PRIu64 " bytes) hashed, %" PRIu64
-			" mismatches\n", vs.granules, vs.bytes, vs.mismatches);
+			" mismatches; reads waited %.3f ms on hashing, hashed %" PRIu64
+			" bytes themselves\n", vs.granules, vs.bytes, vs.mismatches,
+			(double)cs.verify_wait_ns / 1e6, cs.verify_read_bytes);
 	if (cairn_image_chunk_cache_stats(img, &zs) == 0)
 		fprintf(stderr, "chunks: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 			" waits, %" PRIu64 " read ahead, %" PRIu64 " evictions, %" PRIu64

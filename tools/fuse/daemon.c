@@ -129,6 +129,10 @@ static void write_stats(struct daemon *cf)
 		fprintf(f, "cache_evictions %" PRIu64 "\ncache_resident_bytes %" PRIu64
 			"\ncache_errors %" PRIu64 "\ncache_dropped %" PRIu64 "\n",
 			cs.evictions, cs.resident_bytes, cs.errors, cs.dropped);
+		/* time FUSE reads (through the cache) spent on hashing: their own or
+		 * waiting for another thread's; 0 with verify=none */
+		fprintf(f, "cache_verify_wait_us %" PRIu64 "\ncache_verify_read_bytes %" PRIu64 "\n",
+			cs.verify_wait_ns / 1000, cs.verify_read_bytes);
 		write_verify_stats(f, cf);
 		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
 			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "cache/cache_internal.h"
 #include "cache_test_util.h"
+#include "cache/cache_internal.h" /* the arena's warm slots (test_warm_trim) */
 
 struct rig {
 	unsigned char *src;
@@ -117,6 +118,8 @@ static void test_second_read_hits(void **state)
 	assert_true(st.hits >= 3);
 	assert_true(st.misses >= 2);
 	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.verify_wait_ns, 0); /* no verify device: nothing hashed */
+	assert_int_equal(st.verify_read_bytes, 0);
 	rig_close(&r);
 }
 
@@ -457,6 +460,40 @@ static void test_delivered(void **state)
 	assert_int_equal(dev_requests(&r), n + 1);
 	check_read(&r, 65536 * 4, 65536 * 2, NULL); /* still cached */
 	assert_int_equal(dev_requests(&r), n + 1);
+	rig_close(&r);
+}
+
+static size_t warm_free(struct cairn_cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->slot_lock);
+	n = c->nwarm_free;
+	pthread_mutex_unlock(&c->slot_lock);
+	return n;
+}
+
+/* Segment memory freed once delivered stays resident for the next fetches
+ * while they come (up to WARM_BUSY), and goes back to the OS once the workers
+ * have been idle a while, down to WARM_IDLE; reads afterwards are right. */
+static void test_warm_trim(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 16u << 20 };
+	struct rig r;
+	struct timespec nap = { 0, 50 * 1000 * 1000 };
+	int waited = 0;
+
+	rig_open(&r, 12u << 20, &cfg, 0);
+	for (uint64_t off = 0; off < 10u << 20; off += 1u << 20)
+		check_read(&r, off, 1u << 20, NULL);
+	cairn_cache_drain(r.cache);
+	cairn_cache_delivered(r.cache, 0, 10u << 20);
+	assert_true(warm_free(r.cache) > r.cache->warm_idle);
+	assert_true(warm_free(r.cache) <= r.cache->warm_max);
+	while (warm_free(r.cache) > r.cache->warm_idle && waited++ < 400) /* 20 s at most */
+		nanosleep(&nap, NULL);
+	assert_true(warm_free(r.cache) <= r.cache->warm_idle);
+	check_read(&r, 3u << 20, 2u << 20, NULL);
 	rig_close(&r);
 }
 
@@ -831,6 +868,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_claims),
 		cmocka_unit_test(test_delivered),
 		cmocka_unit_test(test_bounce_pool_resident),
+		cmocka_unit_test(test_warm_trim),
 		cmocka_unit_test(test_prefetch_ranges),
 		cmocka_unit_test(test_prefetch_ranges_held),
 		cmocka_unit_test(test_prefetch_ranges_vectors),

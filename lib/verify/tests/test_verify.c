@@ -634,6 +634,46 @@ static void test_reader_checks_first(void **state)
 	free(copy);
 }
 
+/* The cost counters of a read: a cold read hashes the segment it asked for on
+ * its own thread, and that time and those bytes are counted (the stats the
+ * mount reports as cache_verify_wait_us and cache_verify_read_bytes); a hit
+ * hashes nothing and adds nothing. */
+static void test_read_hash_counted(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_bdev *stats;
+	struct gate *g;
+	struct cairn_cache *c;
+	struct cairn_cache_stats s0, s1;
+	struct cairn_cache_hint h;
+	uint8_t buf[4096];
+	cairn_ino_t ino;
+	uint64_t lo;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo); /* piece 3 is not read here */
+
+	opts_pinned(&o, f->digest);
+	c = cache_over(f, copy, &o, &stats, &g);
+	h.lo = lo;
+	h.hi = lo + g_sizes[3];
+	cairn_cache_get_stats(c, &s0);
+	assert_int_equal(s0.verify_wait_ns, 0);
+	assert_int_equal(s0.verify_read_bytes, 0);
+	assert_int_equal(cairn_cache_read(c, buf, 4096, lo, &h), 4096);
+	assert_memory_equal(buf, f->want[3], 4096);
+	cairn_cache_get_stats(c, &s1);
+	assert_int_equal(s1.verify_read_bytes, 4096); /* its own segment; the rest on a worker */
+	assert_true(s1.verify_wait_ns > 0);
+	cairn_cache_drain(c);
+	cairn_cache_get_stats(c, &s0);
+	assert_int_equal(cairn_cache_read(c, buf, 4096, lo, &h), 4096);
+	cairn_cache_get_stats(c, &s1);
+	assert_int_equal(s1.verify_read_bytes, s0.verify_read_bytes);
+	assert_int_equal(s1.verify_wait_ns, s0.verify_wait_ns);
+	cairn_cache_free(c);
+	free(copy);
+}
+
 struct reader {
 	struct fx *f;
 	struct cairn_image *img;
@@ -727,6 +767,7 @@ int main(void)
 		cmocka_unit_test(test_bad_neighbour_no_refetch),
 		cmocka_unit_test(test_bad_granule_read_ahead),
 		cmocka_unit_test(test_reader_checks_first),
+		cmocka_unit_test(test_read_hash_counted),
 		cmocka_unit_test(test_bad_granule_threads),
 		cmocka_unit_test(test_flip_every_byte),
 	};
