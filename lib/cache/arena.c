@@ -45,7 +45,7 @@
 #define HUGE_ALIGN (2u << 20)
 #define SLACK_READERS 4u    /* concurrent sync readers the slack is sized for */
 #define MAX_SLOTS (1u << 26)
-#define WARM_BUSY (8u << 20) /* freed segment memory kept resident for reuse */
+#define WARM_BUSY (4u << 20) /* freed segment memory kept resident for reuse */
 #define WARM_IDLE (2u << 20) /* of which kept once idle (arena_trim) */
 
 int arena_init(struct cairn_cache *c)
