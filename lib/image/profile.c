@@ -248,6 +248,13 @@ static int load_rec(void *ctx, const struct cairn_order_record *t)
 	int rc;
 
 	c->st.records++;
+	/* No file's path holds a NUL (a trace writes none; \000 or a raw NUL in a
+	 * hand-made one). Kept, it would name the file its first part names, and
+	 * the path table compares paths as strings of path_len bytes. */
+	if (memchr(t->path, '\0', t->path_len)) {
+		c->st.missing++;
+		return 0;
+	}
 	f = file_of(c->img, c->p, t->path, t->path_len);
 	if (!f) {
 		if (c->p->nfiles >= CAIRN_PROFILE_MAX_RANGES) {

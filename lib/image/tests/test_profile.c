@@ -304,6 +304,28 @@ static void test_garbage(void **state)
 	cairn_image_close(img);
 }
 
+/* A path with a NUL in it (raw, or written \000) names no file: not the file
+ * its first part names, and a second record of it is looked up as the same
+ * path, not compared past the end of the first part (a heap read ASan saw). */
+static void test_nul_in_path(void **state)
+{
+	static const char text[] = "/big\\000x 0 4\n/big\\000x 0 4\n/big\0y 0 4\n/big\0y 8 4\n"
+				   "/d/f01 0 4\n";
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	struct ranges r = { .n = 0 };
+
+	assert_int_equal(cairn_image_profile_load(img, text, sizeof(text) - 1, &st), 0);
+	assert_int_equal(st.records, 5);
+	assert_int_equal(st.missing, 4);
+	assert_int_equal(st.ranges, 1);
+	assert_int_equal(st.bytes, 4);
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 0); /* /big is not in the profile */
+	cairn_image_close(img);
+}
+
 /* A text of n distinct 4-byte ranges of /big, 8 bytes apart. */
 static char *many_ranges(size_t n, size_t *len)
 {
@@ -526,6 +548,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fewer_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_tree_harmless, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nul_in_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
