@@ -409,7 +409,8 @@ int cairn_image_profile_load(struct cairn_image *img, const char *text, size_t l
 /* The whole of a text file, NUL-terminated, into *text (malloc'd). */
 static int read_text(const char *path, char **text, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (refused below) would block the open for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	size_t got = 0;
 	int rc = 0;

@@ -326,6 +326,27 @@ static void test_nul_in_path(void **state)
 	cairn_image_close(img);
 }
 
+/* A profile file that is not a regular file is refused, at once: a FIFO
+ * (whose open would wait for a writer forever: the alarm fails the test
+ * then), a directory; a missing one is -ENOENT. */
+static void test_file_not_regular(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	char p[128];
+
+	alarm(60);
+	snprintf(p, sizeof(p), "%s/fifo", fx->dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	assert_int_equal(cairn_image_profile_load_file(img, p, NULL), -EINVAL);
+	assert_int_equal(cairn_image_profile_load_file(img, fx->dir, NULL), -EINVAL);
+	snprintf(p, sizeof(p), "%s/none", fx->dir);
+	assert_int_equal(cairn_image_profile_load_file(img, p, NULL), -ENOENT);
+	alarm(0);
+	assert_int_equal(cairn_image_hot_bytes(img), 0);
+	cairn_image_close(img);
+}
+
 /* A text of n distinct 4-byte ranges of /big, 8 bytes apart. */
 static char *many_ranges(size_t n, size_t *len)
 {
@@ -549,6 +570,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_other_tree_harmless, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nul_in_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_not_regular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
