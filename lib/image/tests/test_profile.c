@@ -326,6 +326,29 @@ static void test_nul_in_path(void **state)
 	cairn_image_close(img);
 }
 
+/* Names of one file ("/big", "big", "/./big", "/d/../big") are that file: its
+ * bytes are in the profile once, and its ranges come in profile order (they
+ * were kept per name: twice the bytes, and pushed out of order). */
+static void test_names_of_one_file(void **state)
+{
+	static const char text[] = "/big 0 15\nbig 0 15\n/./big 0 100\n/d/../big 50 100\n";
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	struct ranges r = { .n = 0 };
+
+	assert_int_equal(cairn_image_profile_load(img, text, sizeof(text) - 1, &st), 0);
+	assert_int_equal(st.records, 4);
+	assert_int_equal(st.missing, 0);
+	assert_int_equal(st.bytes, 150);
+	assert_int_equal(st.ranges, 1);
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.off[0], 0);
+	assert_int_equal(r.len[0], 150);
+	cairn_image_close(img);
+}
+
 /* A profile file that is not a regular file is refused, at once: a FIFO
  * (whose open would wait for a writer forever: the alarm fails the test
  * then), a directory; a missing one is -ENOENT. */
@@ -571,6 +594,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nul_in_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_not_regular, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_names_of_one_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
