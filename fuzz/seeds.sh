@@ -55,9 +55,14 @@ cp "$tmp/z/text" "$tmp/z/text2"; printf '/tail\n/text 16384 4096\n' > "$tmp/zord
 mk z --chunk-size 16K -z zstd; mv "$out/z.cairn" "$out/z-zstd.cairn"
 mk z --chunk-size 16K -z lz4; mv "$out/z.cairn" "$out/z-lz4.cairn"
 mk z --chunk-size 16K -z lz4hc --order "$tmp/zorder"; mv "$out/z.cairn" "$out/z-hot.cairn"
+# --hot-codec: the hot prefix's chunks in another codec (lz4, or stored raw).
+mk z --chunk-size 16K -z zstd --hot-codec lz4 --order "$tmp/zorder"; mv "$out/z.cairn" "$out/z-hotcodec.cairn"
+mk z --chunk-size 16K -z lz4 --hot-codec none --order "$tmp/zorder"; mv "$out/z.cairn" "$out/z-hotraw.cairn"
 
 # Compressed metadata (mkfs's default): the richest trees again.
 for n in small links xattr sparse many deep; do mkz $n; done
+mkz z --chunk-size 16K -z zstd
+mkz z --chunk-size 16K -z zstd --hot-codec lz4hc --order "$tmp/zorder"; mv "$out/mz-z.cairn" "$out/mz-z-hotcodec.cairn"
 mkz z --chunk-size 16K -z zstd
 
 # Damaged variants: truncations and flips of the richest seeds.

@@ -25,7 +25,17 @@ struct cairn_bdev;
  * iVersion: a device says which version of the table it fills in, and the
  * library calls no method that version does not have. Version 1: read, close.
  * Version 2: held (optional, NULL = cannot tell). Version 3: readv (optional,
- * NULL = cairn_bdev_readv() loops over read). */
+ * NULL = cairn_bdev_readv() loops over read).
+ *
+ * Fill a table with designated initialisers, which name each field and leave
+ * the rest zero:
+ *   static const struct cairn_bdev_ops my_ops = {
+ *           .version = 1, .name = "mine", .read = my_read, .close = my_close,
+ *   };
+ * A positional one ({ 1, "mine", my_read, my_close }) still means the same, but
+ * warns under -Wextra (missing initializer) each time the table grows. The same
+ * goes for every config struct here and in the other headers: name the fields
+ * you set (or use the struct's _init() function where it has one). */
 #define CAIRN_BDEV_OPS_VERSION 3
 
 /* One entry of a vectored read: len bytes of the device at off into buf. */

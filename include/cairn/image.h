@@ -177,7 +177,8 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
  * into as few device requests as the cache allows, and cairn_image_hot_ranges()
  * gives its ranges per file. A stale profile is used as far as it matches: paths
  * not in the image (or not regular files) and ranges past a file's end are
- * skipped and counted, never an error. Growth is bounded: at most
+ * skipped and counted, never an error (so is a path with a NUL in it). Names of
+ * one file (a hard link, "a" or "/./a" beside "/a") are that file. Growth is bounded: at most
  * CAIRN_PROFILE_MAX_BYTES of file data and CAIRN_PROFILE_MAX_RANGES ranges; a
  * range first read earlier keeps its place (later records add only bytes not
  * yet in the profile).

@@ -50,6 +50,7 @@ struct cairn_profile {
 	struct prof_file *files;
 	size_t nfiles, capfiles;
 	uint32_t *hash;            /* path -> file index + 1, open addressing */
+	uint32_t *ihash;           /* inode -> file index + 1, the same size */
 	size_t hmask;
 	struct ino_idx *by_ino;    /* files sorted by inode, rebuilt at each load */
 	struct seq_ent *seq;
@@ -82,13 +83,41 @@ static size_t hash_path(const char *s, size_t n)
 	return (size_t)(h ^ (h >> 32));
 }
 
+static size_t hash_ino(cairn_ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h ^ (h >> 29));
+}
+
+static void ino_insert(uint32_t *ih, size_t mask, cairn_ino_t ino, size_t f)
+{
+	size_t i = hash_ino(ino) & mask;
+
+	while (ih[i])
+		i = (i + 1) & mask;
+	ih[i] = (uint32_t)f + 1;
+}
+
+/* The file of the profile that is inode ino (under any name), or NULL. */
+static struct prof_file *ino_find(const struct cairn_profile *p, cairn_ino_t ino)
+{
+	for (size_t i = hash_ino(ino) & p->hmask; p->ihash[i]; i = (i + 1) & p->hmask)
+		if (p->files[p->ihash[i] - 1].ino == ino)
+			return &p->files[p->ihash[i] - 1];
+	return NULL;
+}
+
 static int hash_grow(struct cairn_profile *p)
 {
 	size_t nmask = p->hmask ? 2 * p->hmask + 1 : 255;
-	uint32_t *h = calloc(nmask + 1, sizeof(*h));
+	uint32_t *h = calloc(nmask + 1, sizeof(*h)), *ih = calloc(nmask + 1, sizeof(*ih));
 
-	if (!h)
+	if (!h || !ih) {
+		free(h);
+		free(ih);
 		return -ENOMEM;
+	}
 	for (size_t f = 0; f < p->nfiles; f++) {
 		const char *s = p->files[f].path;
 		size_t i = hash_path(s, strlen(s)) & nmask;
@@ -96,20 +125,28 @@ static int hash_grow(struct cairn_profile *p)
 		while (h[i])
 			i = (i + 1) & nmask;
 		h[i] = (uint32_t)f + 1;
+		if (p->files[f].ino)
+			ino_insert(ih, nmask, p->files[f].ino, f);
 	}
 	free(p->hash);
+	free(p->ihash);
 	p->hash = h;
+	p->ihash = ih;
 	p->hmask = nmask;
 	return 0;
 }
 
-/* The file a path names, resolved once; NULL on ENOMEM or when full. */
+/* The file a path names, resolved once; NULL on ENOMEM or when full. Another
+ * name of a file already in the profile ("big" or "/./big" beside "/big", a
+ * hard link) is that file, so its bytes are in the profile once and its ranges
+ * come in one order; such a name is resolved at each of its records. */
 static struct prof_file *file_of(struct cairn_image *img, struct cairn_profile *p,
 				 const char *path, size_t len)
 {
-	struct prof_file *f;
+	struct prof_file *f, *same;
 	struct cairn_rinode r;
-	cairn_ino_t ino;
+	cairn_ino_t ino = 0;
+	char *name;
 	size_t i;
 
 	if (2 * (p->nfiles + 1) > p->hmask + 1 && hash_grow(p))
@@ -119,19 +156,29 @@ static struct prof_file *file_of(struct cairn_image *img, struct cairn_profile *
 		if (!strncmp(f->path, path, len) && !f->path[len])
 			return f;
 	}
-	if (p->nfiles >= CAIRN_PROFILE_MAX_RANGES ||
-	    grow((void **)&p->files, &p->capfiles, p->nfiles, sizeof(*p->files)))
-		return NULL;
-	f = &p->files[p->nfiles];
-	memset(f, 0, sizeof(*f));
-	f->path = strndup(path, len);
-	if (!f->path)
+	name = strndup(path, len);
+	if (!name)
 		return NULL;
 	/* Anything that does not resolve to a regular file is stale: skipped. */
-	if (len < PATH_MAX && cairn_image_resolve(img, f->path, 0, &ino) == 0 &&
-	    cairn_image_inode_load(img, ino, &r) == 0 && S_ISREG(r.mode)) {
+	if (len >= PATH_MAX || cairn_image_resolve(img, name, 0, &ino) ||
+	    cairn_image_inode_load(img, ino, &r) || !S_ISREG(r.mode))
+		ino = 0;
+	if (ino && (same = ino_find(p, ino))) {
+		free(name);
+		return same;
+	}
+	if (p->nfiles >= CAIRN_PROFILE_MAX_RANGES ||
+	    grow((void **)&p->files, &p->capfiles, p->nfiles, sizeof(*p->files))) {
+		free(name);
+		return NULL;
+	}
+	f = &p->files[p->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->path = name;
+	if (ino) {
 		f->ino = ino;
 		f->r = r;
+		ino_insert(p->ihash, p->hmask, ino, p->nfiles);
 	}
 	p->hash[i] = (uint32_t)p->nfiles + 1;
 	p->nfiles++;
@@ -248,6 +295,13 @@ static int load_rec(void *ctx, const struct cairn_order_record *t)
 	int rc;
 
 	c->st.records++;
+	/* No file's path holds a NUL (a trace writes none; \000 or a raw NUL in a
+	 * hand-made one). Kept, it would name the file its first part names, and
+	 * the path table compares paths as strings of path_len bytes. */
+	if (memchr(t->path, '\0', t->path_len)) {
+		c->st.missing++;
+		return 0;
+	}
 	f = file_of(c->img, c->p, t->path, t->path_len);
 	if (!f) {
 		if (c->p->nfiles >= CAIRN_PROFILE_MAX_RANGES) {
@@ -284,6 +338,7 @@ void cairn_profile_free(struct cairn_profile *p)
 	}
 	free(p->files);
 	free(p->hash);
+	free(p->ihash);
 	free(p->by_ino);
 	free(p->seq);
 	free(p);
@@ -402,7 +457,8 @@ int cairn_image_profile_load(struct cairn_image *img, const char *text, size_t l
 /* The whole of a text file, NUL-terminated, into *text (malloc'd). */
 static int read_text(const char *path, char **text, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (refused below) would block the open for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	size_t got = 0;
 	int rc = 0;

@@ -40,8 +40,8 @@ uint64_t mk_verity_table_len(const struct cairn_mkfs *m, uint64_t rest)
 
 static int fill_table(int fd, const struct cairn_verity *v, uint8_t *table)
 {
-	uint64_t per = READ_IO >> v->granule_shift;
-	uint8_t *buf = malloc(READ_IO);
+	uint64_t per = cairn_verity_run_granules(v, READ_IO);
+	uint8_t *buf = malloc(cairn_verity_run_bytes(v, READ_IO));
 	int rc = 0;
 
 	if (!buf)
@@ -52,8 +52,8 @@ static int fill_table(int fd, const struct cairn_verity *v, uint8_t *table)
 
 		if (n > per)
 			n = per;
-		if (len > READ_IO)
-			len = READ_IO;
+		if (len > n << v->granule_shift)
+			len = n << v->granule_shift;
 		rc = mk_pread_full(fd, buf, (size_t)len, off);
 		for (uint64_t i = 0; i < n && !rc; i++)
 			cairn_verity_granule_digest(v, g + i, buf + (i << v->granule_shift),

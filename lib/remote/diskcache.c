@@ -288,7 +288,9 @@ static int chunk_load(struct dc_bdev *d, uint64_t index, uint8_t *dst)
 	int fd, ok, have_st;
 
 	chunk_name(index, name);
-	fd = openat(d->key_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO in a chunk's place would block the open for a writer
+	 * (it fails the checks below); a regular file reads as ever. */
+	fd = openat(d->key_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return 0;
 	have_st = fstat(fd, &st) == 0;
@@ -329,8 +331,10 @@ static void chunk_store(struct dc_bdev *d, uint64_t index, const uint8_t *data)
 	chunk_name(index, name);
 	snprintf(tmp, sizeof(tmp), "tmp.%ld.%s", (long)getpid(), name);
 	dir_lock(d);
-	if (fstatat(d->key_fd, name, &st, 0) == 0)
-		goto out; /* another mount or thread stored it */
+	/* Another mount or thread stored it. Anything else in its place (a
+	 * symlink, a FIFO) is no chunk: the rename replaces it. */
+	if (fstatat(d->key_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		goto out;
 	used = usage_get(d);
 	if (!d->scanned || used + need > d->max_bytes) {
 		rc = rescan(d, need);
@@ -761,6 +765,31 @@ static const struct cairn_bdev_ops offline_ops = {
 	.close = offline_close,
 };
 
+/* "KEY SIZE\n" as cairn_diskcache_remember() writes it; anything else (a
+ * note damaged or written by hand: no size, a sign, trailing junk) is no note,
+ * -ENOENT. fscanf's %llu took "-5" as a size of 2^64 - 5. */
+static int parse_note(FILE *f, char key[NAME_MAX + 1], unsigned long long *size)
+{
+	char line[NAME_MAX + 32], *sp, *end;
+	size_t n;
+
+	if (!fgets(line, sizeof(line), f))
+		return -ENOENT;
+	n = strlen(line);
+	if (n && line[n - 1] == '\n')
+		line[--n] = '\0';
+	sp = strchr(line, ' ');
+	if (!sp || sp == line || (size_t)(sp - line) > NAME_MAX || sp[1] < '0' || sp[1] > '9')
+		return -ENOENT;
+	errno = 0;
+	*size = strtoull(sp + 1, &end, 10);
+	if (errno || *end || !*size)
+		return -ENOENT;
+	memcpy(key, line, (size_t)(sp - line));
+	key[sp - line] = '\0';
+	return 0;
+}
+
 int cairn_bdev_diskcache_offline(const struct cairn_diskcache_config *cfg, const char *url,
 				 struct cairn_bdev **out)
 {
@@ -775,7 +804,7 @@ int cairn_bdev_diskcache_offline(const struct cairn_diskcache_config *cfg, const
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ENOENT : -errno;
-	rc = fscanf(f, "%255s %llu", key, &size) == 2 && size ? 0 : -ENOENT;
+	rc = parse_note(f, key, &size);
 	fclose(f);
 	if (rc < 0)
 		return rc;

@@ -12,7 +12,7 @@
 #include <cairn/error.h>
 #include "verify/verify_int.h"
 
-#define SCAN_IO (4u << 20) /* bytes per read; a multiple of every granule size */
+#define SCAN_IO (4u << 20) /* bytes per read, or one granule when they are larger */
 
 struct scan {
 	const struct cairn_verity *v;
@@ -40,7 +40,7 @@ static void problem(struct scan *s, const char *fmt, ...)
 static int scan_granules(struct cairn_bdev *dev, struct scan *s, uint8_t *buf)
 {
 	const struct cairn_verity *v = s->v;
-	uint64_t per = SCAN_IO >> v->granule_shift;
+	uint64_t per = cairn_verity_run_granules(v, SCAN_IO);
 
 	for (uint64_t g = 0; g < v->granule_count; g += per) {
 		uint64_t n = v->granule_count - g < per ? v->granule_count - g : per;
@@ -100,7 +100,7 @@ long cairn_verify_scan(struct cairn_bdev *dev, uint8_t root[CAIRN_DIGEST_LEN],
 		return rc;
 	s.v = &v;
 	s.table = table;
-	if (!(buf = malloc(SCAN_IO)))
+	if (!(buf = malloc(cairn_verity_run_bytes(&v, SCAN_IO))))
 		rc = -ENOMEM;
 	else
 		rc = scan_granules(dev, &s, buf);

@@ -161,8 +161,13 @@ static int verify_held(struct cairn_bdev *dev, uint64_t off, uint64_t len)
 
 /* No readv: a vector is read granule-widened entry by entry. The segment cache
  * reads below this device anyway when a granule divides its segment. */
-static const struct cairn_bdev_ops verify_ops = { CAIRN_BDEV_OPS_VERSION, "verify", verify_read,
-						   verify_close, verify_held, NULL, NULL };
+static const struct cairn_bdev_ops verify_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
+	.name = "verify",
+	.read = verify_read,
+	.close = verify_close,
+	.held = verify_held,
+};
 
 #define WHY(err, ...) (snprintf(why, why_len, __VA_ARGS__), (err))
 

@@ -45,5 +45,22 @@ int cairn_verity_read_table(struct cairn_bdev *dev, const struct cairn_verity *v
 
 /* Fills the verity record (host values in v, table_digest included) and its hash. */
 void cairn_verity_encode(const struct cairn_verity *v, struct cairn_disk_verity_super *out);
+/* A pass over the whole image (mkfs filling the table, the scan checking it)
+ * reads about io bytes at a time: this many whole granules, at least one, so a
+ * granule larger than io (--granule 8M, 16M) is read whole rather than in
+ * steps of none (both passes looped for ever on such images). */
+static inline uint64_t cairn_verity_run_granules(const struct cairn_verity *v, uint64_t io)
+{
+	uint64_t n = io >> v->granule_shift;
+
+	return n ? n : 1;
+}
+/* The bytes such a run spans at most: its buffer. */
+static inline size_t cairn_verity_run_bytes(const struct cairn_verity *v, uint64_t io)
+{
+	uint64_t n = cairn_verity_run_granules(v, io) << v->granule_shift;
+
+	return (size_t)(n < v->image_size ? n : v->image_size);
+}
 
 #endif

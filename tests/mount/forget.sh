@@ -36,14 +36,24 @@ nodes() { # ask for stats, print $key
   wait_file "$WORK/st" || fail "no stats after SIGUSR1"
   awk -v k="$key" '$1 == k { print $2 }' "$WORK/st"
 }
-# walk_then_forget LABEL OBJECTS: a stat of every object holds a node ($key)
-# each, and the kernel's forgetting them (drop_caches) frees them.
-walk_then_forget() {
+# walk LABEL OBJECTS: a stat of every object holds a node ($key) each, while
+# the kernel keeps them.
+walk() {
   n=$(find "$M" -printf '%s\n' | wc -l)
   [ "$n" -eq "$2" ] || fail "${1}find saw $n objects"
   walked=$(nodes)
   echo "${1}nodes after the walk: $walked"
-  [ "$walked" -ge 20000 ] || fail "${1}expected a node per object, got $walked"
+  [ "$walked" -ge 20000 ]
+}
+# walk_then_forget LABEL OBJECTS: the walk, and the kernel's forgetting what it
+# looked up (drop_caches) frees the nodes. Another process's drop_caches during
+# the walk frees them early: the walk is tried again then (kept, common.inc).
+walk_then_forget() {
+  kept 5 : walk "$@"
+  case $? in
+    1) fail "${1}expected a node per object, got $walked" ;;
+    2) skip "${1}every walk met a drop_caches elsewhere: cannot tell" ;;
+  esac
   sync; echo 2 > /proc/sys/vm/drop_caches
   sleep 1
   after=$(nodes)
@@ -55,12 +65,19 @@ walk_then_forget() {
 # up its subdirectories only, so no file is looked up (it was about 25 files per
 # directory, 5,000 here). A directory that fits the page is looked up whole, so
 # `ls -l` there stays one request.
-before=$(nodes)
-n=$(find "$M/small" | wc -l)
-[ "$n" -eq 6 ] || fail "find saw $n objects in small"
-small=$(nodes)
-echo "nodes before and after listing a small directory: $before, $small"
-[ "$small" -ge $((before + 6)) ] || fail "READDIRPLUS of a small directory gave no attributes"
+list_small() { # the attributes READDIRPLUS gave hold a node each
+  before=$(nodes)
+  n=$(find "$M/small" | wc -l)
+  [ "$n" -eq 6 ] || fail "find saw $n objects in small"
+  small=$(nodes)
+  echo "nodes before and after listing a small directory: $before, $small"
+  [ "$small" -ge $((before + 6)) ]
+}
+kept 5 : list_small
+case $? in
+  1) fail "READDIRPLUS of a small directory gave no attributes" ;;
+  2) skip "every listing met a drop_caches elsewhere: cannot tell" ;;
+esac
 n=$(find "$M" | wc -l)
 [ "$n" -eq 20207 ] || fail "find saw $n objects"
 named=$(nodes)

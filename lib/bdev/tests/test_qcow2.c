@@ -124,8 +124,12 @@ static void count_close(struct cairn_bdev *dev)
 	free(dev);
 }
 
-static const struct cairn_bdev_ops count_ops = { 2, "count", count_read,
-						  count_close, NULL, NULL, NULL };
+static const struct cairn_bdev_ops count_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
+	.name = "count",
+	.read = count_read,
+	.close = count_close,
+};
 
 static struct count_bdev *count_wrap(struct cairn_bdev *below)
 {

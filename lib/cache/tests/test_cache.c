@@ -705,8 +705,13 @@ static void holder_close(struct cairn_bdev *dev)
 	free(h);
 }
 
-static const struct cairn_bdev_ops holder_ops = { 2, "holder", holder_read,
-						   holder_close, holder_held, NULL, NULL };
+static const struct cairn_bdev_ops holder_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
+	.name = "holder",
+	.read = holder_read,
+	.close = holder_close,
+	.held = holder_held,
+};
 
 /* Over a device that tells what it holds, a prefetch run is all held segments
  * or all others, gaps included: mixed, the held ones would wait for the slow
@@ -800,8 +805,12 @@ static void meet_close(struct cairn_bdev *dev)
 	free(m);
 }
 
-static const struct cairn_bdev_ops meet_ops = { 2, "meet", meet_read,
-						 meet_close, NULL, NULL, NULL };
+static const struct cairn_bdev_ops meet_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
+	.name = "meet",
+	.read = meet_read,
+	.close = meet_close,
+};
 
 /* A read that is not segment-aligned is max_io plus a piece: two requests, and
  * both go out together (a remote device pays one round trip, not two). */

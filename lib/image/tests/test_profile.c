@@ -304,6 +304,72 @@ static void test_garbage(void **state)
 	cairn_image_close(img);
 }
 
+/* A path with a NUL in it (raw, or written \000) names no file: not the file
+ * its first part names, and a second record of it is looked up as the same
+ * path, not compared past the end of the first part (a heap read ASan saw). */
+static void test_nul_in_path(void **state)
+{
+	static const char text[] = "/big\\000x 0 4\n/big\\000x 0 4\n/big\0y 0 4\n/big\0y 8 4\n"
+				   "/d/f01 0 4\n";
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	struct ranges r = { .n = 0 };
+
+	assert_int_equal(cairn_image_profile_load(img, text, sizeof(text) - 1, &st), 0);
+	assert_int_equal(st.records, 5);
+	assert_int_equal(st.missing, 4);
+	assert_int_equal(st.ranges, 1);
+	assert_int_equal(st.bytes, 4);
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 0); /* /big is not in the profile */
+	cairn_image_close(img);
+}
+
+/* Names of one file ("/big", "big", "/./big", "/d/../big") are that file: its
+ * bytes are in the profile once, and its ranges come in profile order (they
+ * were kept per name: twice the bytes, and pushed out of order). */
+static void test_names_of_one_file(void **state)
+{
+	static const char text[] = "/big 0 15\nbig 0 15\n/./big 0 100\n/d/../big 50 100\n";
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	struct cairn_profile_stats st;
+	struct ranges r = { .n = 0 };
+
+	assert_int_equal(cairn_image_profile_load(img, text, sizeof(text) - 1, &st), 0);
+	assert_int_equal(st.records, 4);
+	assert_int_equal(st.missing, 0);
+	assert_int_equal(st.bytes, 150);
+	assert_int_equal(st.ranges, 1);
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.off[0], 0);
+	assert_int_equal(r.len[0], 150);
+	cairn_image_close(img);
+}
+
+/* A profile file that is not a regular file is refused, at once: a FIFO
+ * (whose open would wait for a writer forever: the alarm fails the test
+ * then), a directory; a missing one is -ENOENT. */
+static void test_file_not_regular(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_image *img = open_img(fx->img);
+	char p[128];
+
+	alarm(60);
+	snprintf(p, sizeof(p), "%s/fifo", fx->dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	assert_int_equal(cairn_image_profile_load_file(img, p, NULL), -EINVAL);
+	assert_int_equal(cairn_image_profile_load_file(img, fx->dir, NULL), -EINVAL);
+	snprintf(p, sizeof(p), "%s/none", fx->dir);
+	assert_int_equal(cairn_image_profile_load_file(img, p, NULL), -ENOENT);
+	alarm(0);
+	assert_int_equal(cairn_image_hot_bytes(img), 0);
+	cairn_image_close(img);
+}
+
 /* A text of n distinct 4-byte ranges of /big, 8 bytes apart. */
 static char *many_ranges(size_t n, size_t *len)
 {
@@ -526,6 +592,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fewer_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_tree_harmless, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nul_in_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_not_regular, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_names_of_one_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),

@@ -4,6 +4,7 @@
  * budget, torn and foreign chunks dropped, persistence across opens, the key;
  * s3:// origins from options, the environment and a credentials file; a
  * vectored read asks the device below once for the chunks it lacks. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -296,6 +297,92 @@ static void test_torn(void **state)
 	cairn_bdev_close(d);
 }
 
+/* The one origin note in DIR/.origins. */
+static void note_path(const char *dir, char *out, size_t len)
+{
+	char d[128];
+	struct dirent *de;
+	DIR *od;
+
+	snprintf(d, sizeof(d), "%s/.origins", dir);
+	od = opendir(d);
+	assert_non_null(od);
+	out[0] = '\0';
+	while ((de = readdir(od)))
+		if (de->d_name[0] != '.')
+			snprintf(out, len, "%s/%s", d, de->d_name);
+	closedir(od);
+	assert_true(out[0] != '\0');
+}
+
+/* What a cache directory can hold besides chunk files, in a chunk's place: a
+ * FIFO (an open of it for reading would wait for a writer forever), a
+ * directory, a symlink. Each is not a chunk: the bytes come from below, the
+ * chunk is stored in place of the FIFO and the symlink, and nothing hangs (the
+ * alarm fails the test instead). A usage counter of the
+ * wrong length or far too large, and origin notes that are garbage, name a bad
+ * key or no size, are survived the same way. */
+static void test_hostile_dir(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_diskcache_config cfg = { .dir = fx->dir, .key = "img-1", .chunk_bytes = CHUNK };
+	static const char *const notes[] = { "", "garbage", "../up 4096\n", "img-1\n", "img-1 0\n",
+					     "img-1 -5\n", "img-1 12x\n", "img-1  5\n", " 5\n" };
+	struct cairn_bdev *d = open_dc(fx, 0), *off;
+	char p[512];
+	uint64_t huge = UINT64_MAX;
+	FILE *f;
+
+	alarm(60);
+	cairn_bdev_close(d); /* makes DIR/img-1 */
+	snprintf(p, sizeof(p), "%s/img-1/%016llx", fx->dir, 0ull);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s/img-1/%016llx", fx->dir, 1ull);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/img-1/%016llx", fx->dir, 2ull);
+	assert_int_equal(symlink("/dev/zero", p), 0);
+	d = open_dc(fx, 0);
+	check_read(d, fx->src, 4 * CHUNK, 0);
+	check_read(d, fx->src, 4 * CHUNK, 0);
+	cairn_bdev_close(d);
+	stale_usage(fx->dir, huge); /* over any budget: met at open, by a scan */
+	d = open_dc(fx, SZ);
+	check_read(d, fx->src, 4 * CHUNK, 0);
+	assert_true(dir_bytes(fx->dir) <= SZ);
+	cairn_bdev_close(d);
+	snprintf(p, sizeof(p), "%s/.usage", fx->dir);
+	assert_int_equal(truncate(p, 3), 0);
+	d = open_dc(fx, 0);
+	check_read(d, fx->src, 4 * CHUNK, 0);
+	cairn_bdev_close(d);
+
+	assert_int_equal(cairn_diskcache_remember(fx->dir, "http://x/img", "img-1", SZ), 0);
+	note_path(fx->dir, p, sizeof(p));
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
+		int rc;
+
+		f = fopen(p, "w");
+		assert_non_null(f);
+		fputs(notes[i], f);
+		fclose(f);
+		off = NULL;
+		rc = cairn_bdev_diskcache_offline(&cfg, "http://x/img", &off);
+		if (rc != -ENOENT && rc != -EINVAL)
+			fail_msg("origin note '%s': %d", notes[i], rc);
+		assert_null(off);
+	}
+	/* The note as written stays good. */
+	assert_int_equal(cairn_diskcache_remember(fx->dir, "http://x/img", "img-1", SZ), 0);
+	assert_int_equal(cairn_bdev_diskcache_offline(&cfg, "http://x/img", &off), 0);
+	assert_int_equal(cairn_bdev_size(off), SZ);
+	/* From disk, as the device below has no bytes: chunk 0 and 2 (stored in
+	 * place of the FIFO and the symlink), 3; not 1, a directory still. */
+	check_read(off, fx->src, CHUNK, 0);
+	check_read(off, fx->src, 2 * CHUNK, 2 * CHUNK);
+	cairn_bdev_close(off);
+	alarm(0);
+}
+
 static void test_bad_config(void **state)
 {
 	struct fixture *fx = *state;
@@ -477,6 +564,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_side_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3, setup, teardown),

@@ -495,8 +495,12 @@ static void gate_close(struct cairn_bdev *dev)
 	free(g);
 }
 
-static const struct cairn_bdev_ops gate_ops = { 2, "gate", gate_read,
-						 gate_close, NULL, NULL, NULL };
+static const struct cairn_bdev_ops gate_ops = {
+	.version = CAIRN_BDEV_OPS_VERSION,
+	.name = "gate",
+	.read = gate_read,
+	.close = gate_close,
+};
 
 /* An empty cache (nothing read at open, unlike an image's) over `bytes`:
  * mem -> stats -> gate -> verify -> cache, with o's cache options. */
