@@ -730,6 +730,12 @@ static void check_times(void)
 	stat(P("t/f"), &a);
 	CHECK("truncate updates mtime and ctime", ts_after(a.st_mtim, b.st_mtim) &&
 	      ts_after(a.st_ctim, b.st_ctim), "times");
+	pause_ms(20);
+	chown(P("t/f"), (uid_t)-1, (gid_t)-1);
+	stat(P("t/f"), &b);
+	CHECK("chown(f, -1, -1) updates ctime only", ts_after(b.st_ctim, a.st_ctim) &&
+	      b.st_mtim.tv_nsec == a.st_mtim.tv_nsec, "times");
+	stat(P("t/f"), &a);
 	stat(P("t"), &da);
 	pause_ms(20);
 	link(P("t/f"), P("t/g"));
