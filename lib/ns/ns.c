@@ -313,8 +313,8 @@ int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_seta
 	if (rc)
 		return rc;
 	rc = cairn_ramfs_setattr(ns->ram, n->upper, sa, cred, &e->st);
-	if (!rc && (sa->valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) &&
-	    S_ISREG(e->st.mode))
+	if (!rc && S_ISREG(e->st.mode) &&
+	    (sa->valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID | CAIRN_SET_CHOWN)))
 		kill_priv(ns, n->upper);
 	if (!rc)
 		rc = node_stat(ns, n, &e->st, 0);

@@ -458,7 +458,7 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 		err = setattr_size(fs, n, sa->size, cred, &now);
 	if (err)
 		goto out;
-	if (v & (CAIRN_SET_UID | CAIRN_SET_GID)) {
+	if (v & (CAIRN_SET_UID | CAIRN_SET_GID | CAIRN_SET_CHOWN)) {
 		if (v & CAIRN_SET_UID)
 			n->uid = sa->uid;
 		if (v & CAIRN_SET_GID)

@@ -730,11 +730,14 @@ static void check_times(void)
 	stat(P("t/f"), &a);
 	CHECK("truncate updates mtime and ctime", ts_after(a.st_mtim, b.st_mtim) &&
 	      ts_after(a.st_ctim, b.st_ctim), "times");
+	chmod(P("t/f"), 04755);
+	stat(P("t/f"), &a);
 	pause_ms(20);
 	chown(P("t/f"), (uid_t)-1, (gid_t)-1);
 	stat(P("t/f"), &b);
-	CHECK("chown(f, -1, -1) updates ctime only", ts_after(b.st_ctim, a.st_ctim) &&
-	      b.st_mtim.tv_nsec == a.st_mtim.tv_nsec, "times");
+	CHECK("chown(f, -1, -1) updates ctime, not mtime, and clears setuid",
+	      ts_after(b.st_ctim, a.st_ctim) && b.st_mtim.tv_nsec == a.st_mtim.tv_nsec &&
+	      (b.st_mode & 07777) == 0755, "mode %o", b.st_mode & 07777);
 	stat(P("t/f"), &a);
 	stat(P("t"), &da);
 	pause_ms(20);

@@ -213,9 +213,10 @@ static void daemon_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		sa.ctime.nsec = (uint32_t)attr->st_ctim.tv_nsec;
 	}
 	/* Nothing to set is a chown(f, -1, -1): the kernel's notify_change still
-	 * carries ATTR_CTIME, which FUSE passes on only with the write-back cache. */
+	 * carries ATTR_CTIME (FUSE passes it on only with the write-back cache)
+	 * and, with handle_killpriv_v2, leaves clearing setuid to the daemon. */
 	if (!sa.valid)
-		sa.valid = CAIRN_SET_CTIME_NOW;
+		sa.valid = CAIRN_SET_CHOWN;
 	cred_of(req, &cred);
 	rc = cairn_ns_setattr(ctx_of(req)->ns, ino, &sa, &cred, &e);
 	if (rc) {
