@@ -447,12 +447,14 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 	struct ramfs_inode *n = ramfs_get(fs, ino);
 	struct cairn_time now;
 	unsigned v = sa->valid;
+	uint64_t old_size;
 	int err = 0;
 
 	if (!n)
 		return -ENOENT;
 	ramfs_now(&now);
 	pthread_rwlock_wrlock(&n->lock);
+	old_size = n->size;
 	/* The only step that can fail goes first, so a failed call changes nothing. */
 	if (v & CAIRN_SET_SIZE)
 		err = setattr_size(fs, n, sa->size, cred, &now);
@@ -482,9 +484,11 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 		n->mtime = now;
 	else if (v & CAIRN_SET_MTIME)
 		n->mtime = sa->mtime;
+	/* A truncate to the size the file has changes nothing, times included
+	 * (POSIX truncate(2), tmpfs); open(O_TRUNC) asks for MTIME_NOW as well. */
 	if (v & CAIRN_SET_CTIME)
 		n->ctime = sa->ctime;
-	else if (v)
+	else if ((v & ~CAIRN_SET_SIZE) || n->size != old_size)
 		n->ctime = now;
 out:
 	if (!err && st)
