@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -561,6 +562,21 @@ static void test_overlay(void **state)
 	assert_int_equal(cairn_image_resolve(fx->img, "/etc/motd", 0, &lino), 0);
 	assert_int_equal(cairn_image_read(fx->img, lino, buf, 8, 0), 8);
 	assert_memory_equal(buf, "original", 8);
+
+	/* a copy-up into a RAM directory moves none of its times, ctime included */
+	struct cairn_ns_entry before, after;
+	struct cairn_setattr ch = { .valid = CAIRN_SET_MODE, .mode = 0600 };
+	struct timespec nap = { 0, 2000000 };
+	assert_int_equal(walk(ns, "/etc", &before), 0);
+	nanosleep(&nap, NULL);
+	assert_int_equal(walk(ns, "/etc/conf/a", &e), 0);
+	assert_int_equal(cairn_ns_setattr(ns, e.node, &ch, &root, &f), 0);
+	release_entry(ns, &e);
+	assert_int_equal(cairn_ns_getattr(ns, before.node, &after), 0);
+	assert_int_equal(after.st.ctime.sec, before.st.ctime.sec);
+	assert_int_equal(after.st.ctime.nsec, before.st.ctime.nsec);
+	assert_int_equal(after.st.mtime.nsec, before.st.mtime.nsec);
+	release_entry(ns, &before);
 
 	/* whiteouts and merged listings */
 	assert_int_equal(walk(ns, "/etc/conf", &d), 0);

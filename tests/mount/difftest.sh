@@ -1,0 +1,59 @@
+#!/bin/sh
+# Differential conformance: tests/progs/difftest.c runs one seeded random
+# sequence of system calls in a kernel tmpfs directory (the reference) and in a
+# cairn writable layer side by side, and fails on the first difference in a
+# result, errno, data, stat, listing or open descriptor. A bounded run: a fixed
+# set of seeds on --empty, a tmp= subtree and the overlay (whose reference is a
+# copy of the image's source on tmpfs). The long run is tests/difftest-long.sh.
+# DIFFTEST_SEEDS and DIFFTEST_OPS override the seeds and the ops per seed.
+. "$(dirname "$0")/common.inc"
+DT=$PROGS/difftest
+SEEDS=${DIFFTEST_SEEDS:-"1 2 6 8"}
+OPS=${DIFFTEST_OPS:-700}
+
+# The image: an empty /tmp for tmp=, and names of difftest's name space for the
+# overlay (a file with an xattr, a hard link, a directory tree, a symlink).
+S=$WORK/src
+mkdir -p "$S/tmp" "$S/d/e"
+printf 'image file\n' > "$S/a"
+head -c 70000 /dev/urandom > "$S/d/a"
+ln "$S/d/a" "$S/d/b"
+ln -s d/a "$S/l"
+echo deep > "$S/d/e/a"
+setfattr -n user.a -v lower "$S/a" 2>/dev/null || true
+"$CAIRN" mkfs -q "$S" "$WORK/img" || fail "mkfs"
+
+# ref SEED: a fresh tmpfs reference at $WORK/ref, empty or (with $2) a copy of $2.
+ref() {
+  if mountpoint -q "$WORK/ref"; then umount "$WORK/ref" || fail "umount the reference"; fi
+  mkdir -p "$WORK/ref"
+  MOUNTS="$MOUNTS $WORK/ref"
+  mount -t tmpfs -o mode=755 difftest-ref "$WORK/ref" || skip "cannot mount a tmpfs"
+  [ $# -eq 0 ] || cp -a "$1/." "$WORK/ref/" || fail "copy $1 to the reference"
+}
+
+# run NAME TESTROOT [difftest flags]: one seed on a fresh pair, $seed set.
+run() {
+  _n=$1 _root=$2; shift 2
+  "$DT" -q -s "$seed" -n "$OPS" "$@" "$WORK/ref" "$_root" > "$WORK/dt.out" 2>&1 ||
+    { head -n 60 "$WORK/dt.out"; fail "difftest on $_n, seed $seed"; }
+}
+
+for seed in $SEEDS; do
+  ref
+  mnt "$WORK/e" --empty || fail "mount --empty"
+  run --empty "$WORK/e"
+  umnt "$WORK/e" || fail "unmount --empty"
+
+  ref
+  mnt "$WORK/t" -o tmp=/tmp "$WORK/img" || fail "mount tmp="
+  run tmp= "$WORK/t/tmp"
+  umnt "$WORK/t" || fail "unmount tmp="
+
+  ref "$S"
+  mnt "$WORK/o" -o overlay "$WORK/img" || fail "mount -o overlay"
+  run overlay "$WORK/o" -x
+  umnt "$WORK/o" || fail "unmount overlay"
+done
+umount "$WORK/ref"
+echo "difftest: ok (seeds $SEEDS, $OPS ops each, 3 layers)"
