@@ -222,6 +222,10 @@ static void test_readonly(void **state)
 	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, NULL, &fh), 0);
 	cairn_ns_release(ns, e.node, fh);
 	assert_int_equal(cairn_ns_write(ns, e.node, "x", 1, 0, 0, &root), -EROFS);
+	/* xattr names follow the kernel's rules as on the RAM layer (tmpfs) */
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "user.", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "bogus.x", buf, sizeof(buf)), -EOPNOTSUPP);
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "user.none", buf, sizeof(buf)), -ENODATA);
 	release_entry(ns, &e);
 	assert_int_equal(cairn_ns_mkdir(ns, CAIRN_NS_ROOT, "new", 3, 0755, &root, &e), -EROFS);
 	assert_int_equal(cairn_ns_unlink(ns, CAIRN_NS_ROOT, "hard1", 5), -EROFS);
