@@ -56,6 +56,7 @@ for seed in $SEEDS; do
   mnt "$WORK/o" -o overlay "$WORK/img" || fail "mount -o overlay"
   run overlay "$WORK/o" -x
   umnt "$WORK/o" || fail "unmount overlay"
+  echo "seed $seed: ok"
 done
 umount "$WORK/ref"
 echo "difftest: ok (seeds $SEEDS, $OPS ops each, 3 layers)"
