@@ -4,7 +4,8 @@
 # cairn writable layer side by side, and fails on the first difference in a
 # result, errno, data, stat, listing or open descriptor. A bounded run: a fixed
 # set of seeds on --empty, a tmp= subtree and the overlay (whose reference is a
-# copy of the image's source on tmpfs). The long run is tests/difftest-long.sh.
+# copy of the image's source on tmpfs), and as user nobody on --empty. The long
+# run is tests/difftest-long.sh.
 # DIFFTEST_SEEDS and DIFFTEST_OPS override the seeds and the ops per seed.
 . "$(dirname "$0")/common.inc"
 DT=$PROGS/difftest
@@ -58,5 +59,25 @@ for seed in $SEEDS; do
   umnt "$WORK/o" || fail "unmount overlay"
   echo "seed $seed: ok"
 done
+# As user nobody (default_permissions, allow_other): a root-owned tree with a
+# sticky world-writable directory, so EACCES, EPERM and the sticky rules come up.
+populate() {
+  chmod 0777 "$1"
+  mkdir -m 1777 "$1/d" && mkdir -m 0755 "$1/d/e" && echo root > "$1/d/a" &&
+    echo root > "$1/a" && chmod 0666 "$1/a" && ln -s d/a "$1/l" || fail "populate $1"
+}
+if command -v setpriv >/dev/null 2>&1; then
+  for seed in $SEEDS; do
+    ref
+    mnt "$WORK/e" --empty || fail "mount --empty"
+    populate "$WORK/ref"
+    populate "$WORK/e"
+    setpriv --reuid=65534 --regid=65534 --clear-groups \
+      "$DT" -q -s "$seed" -n "$OPS" "$WORK/ref" "$WORK/e" > "$WORK/dt.out" 2>&1 ||
+      { head -n 60 "$WORK/dt.out"; fail "difftest as nobody on --empty, seed $seed"; }
+    umnt "$WORK/e" || fail "unmount --empty"
+    echo "seed $seed as nobody: ok"
+  done
+fi
 umount "$WORK/ref"
 echo "difftest: ok (seeds $SEEDS, $OPS ops each, 3 layers)"

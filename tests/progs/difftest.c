@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * difftest [-s SEED] [-n OPS] [-q] REF TEST: a differential conformance tester.
+ * difftest [-s SEED] [-n OPS] [-q] [-v] [-x] REF TEST: a differential conformance
+ * tester (-q: no line at the end, -v: the op log as it goes, -x: below).
  * A seeded, reproducible random sequence of system calls on a small name space
  * (three directories deep, files, symlinks, hard links, open descriptors) runs
  * side by side in two directories: REF on kernel tmpfs (the reference: where
@@ -768,15 +769,16 @@ int main(int argc, char **argv)
 	static struct dt t;
 	struct side ref, test;
 	uint64_t seed = 1;
-	int c, quiet = 0;
+	int c, quiet = 0, verbose = 0;
 	char msg[8400];
 
 	t.nops = 1000;
-	while ((c = getopt(argc, argv, "s:n:qx")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:qvx")) != -1) {
 		switch (c) {
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'n': t.nops = strtol(optarg, NULL, 0); break;
 		case 'q': quiet = 1; break;
+		case 'v': verbose = 1; break;
 		case 'x': t.exdev = 1; break;
 		default: goto usage;
 		}
@@ -794,13 +796,16 @@ int main(int argc, char **argv)
 		printf("difftest: the two trees differ before the first op: %s\n", msg);
 		return 1;
 	}
-	for (long i = 0; i < t.nops; i++)
+	for (long i = 0; i < t.nops; i++) {
 		if (step(&t, seed, i, &ref, &test))
 			return 1;
+		if (verbose)
+			printf("%5ld %s\n", i, t.log[i]);
+	}
 	if (!quiet)
 		printf("difftest: seed %llu: %ld ops, no difference\n", (unsigned long long)seed, t.nops);
 	return 0;
 usage:
-	fprintf(stderr, "usage: difftest [-s SEED] [-n OPS] [-q] [-x] REF TEST\n");
+	fprintf(stderr, "usage: difftest [-s SEED] [-n OPS] [-q] [-v] [-x] REF TEST\n");
 	return 2;
 }
