@@ -107,6 +107,7 @@ struct dt {
 	int exdev; /* -x: overlay: EXDEV renaming image directories, merged nlink 1 */
 	long nops;
 	char (*log)[LOGLEN];
+	char *failed; /* per op: failed alike on both sides */
 	struct res r1, r2;
 	ino_t prealloc[64]; /* REF inodes fallocate has preallocated (dir_seek) */
 	int nprealloc;
@@ -523,10 +524,16 @@ static void report(struct dt *t, uint64_t seed, long i, const char *fmt, ...)
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
-	printf("\n  replay: difftest -s %llu -n %ld REF TEST (op log, ref results):\n",
-	       (unsigned long long)seed, i + 1);
+	/* Ops that failed on both sides changed nothing: the replay leaves them out. */
+	long left_out = 0;
+	for (long k = 0; k < i; k++)
+		left_out += t->failed[k];
+	printf("\n  replay: difftest -s %llu -n %ld REF TEST; the op log with REF's results"
+	       " (%ld ops that failed on both sides, changing nothing, left out):\n",
+	       (unsigned long long)seed, i + 1, left_out);
 	for (long k = 0; k <= i; k++)
-		printf("  %5ld %s\n", k, t->log[k]);
+		if (!t->failed[k] || k == i)
+			printf("  %5ld %s\n", k, t->log[k]);
 	fflush(stdout);
 }
 
@@ -721,6 +728,8 @@ static int step(struct dt *t, uint64_t seed, long i, struct side *ref, struct si
 			 " = EXDEV (image dir, skipped on ref)");
 		return 0;
 	}
+	int had_fd = ref->fd[o.slot] >= 0;
+
 	run(t, ref, &o, &t->r1);
 	snprintf(t->log[i] + strlen(t->log[i]), LOGLEN - strlen(t->log[i]), " = %ld%s%s",
 		 t->r1.ret, t->r1.err ? " " : "", t->r1.err ? strerror(t->r1.err) : "");
@@ -743,6 +752,10 @@ static int step(struct dt *t, uint64_t seed, long i, struct side *ref, struct si
 		report(t, seed, i, "data differs at byte %zu of %zu", k, t->r1.n);
 		return 1;
 	}
+	/* A call that failed changed nothing (but a failed open closed its slot's
+	 * old descriptor first): the replay can leave it out. */
+	t->failed[i] = (t->r1.ret < 0 && o.kind != OPEN && o.kind != CLOSE) ||
+		       (((o.kind == OPEN && t->r1.ret < 0) || o.kind == CLOSE) && !had_fd);
 	if (compare_state(ref, test, t->exdev, msg, sizeof(msg))) {
 		report(t, seed, i, "after the op: %s", msg);
 		return 1;
@@ -788,7 +801,8 @@ int main(int argc, char **argv)
 	if (open_side(&ref, "ref", argv[optind]) || open_side(&test, "test", argv[optind + 1]))
 		return 2;
 	t.log = calloc((size_t)t.nops + 1, LOGLEN);
-	if (!t.log)
+	t.failed = calloc((size_t)t.nops + 1, 1);
+	if (!t.log || !t.failed)
 		return 2;
 	t.rng = seed * 0x9E3779B97F4A7C15ULL | 1;
 	umask(0);
