@@ -26,13 +26,16 @@ echo deep > "$S/d/e/a"
 setfattr -n user.a -v lower "$S/a" 2>/dev/null || true
 "$CAIRN" mkfs -q "$S" "$WORK/img" || fail "mkfs"
 
-# ref SEED: a fresh tmpfs reference at $WORK/ref, empty or (with $2) a copy of $2.
+# ref [DIR]: a fresh tmpfs reference at $WORK/ref, empty with tmpfs's root (1777
+# root:root, as --empty's) or a copy of DIR, the root's attributes included.
 ref() {
   if mountpoint -q "$WORK/ref"; then umount "$WORK/ref" || fail "umount the reference"; fi
   mkdir -p "$WORK/ref"
   MOUNTS="$MOUNTS $WORK/ref"
-  mount -t tmpfs -o mode=755 difftest-ref "$WORK/ref" || skip "cannot mount a tmpfs"
-  [ $# -eq 0 ] || cp -a "$1/." "$WORK/ref/" || fail "copy $1 to the reference"
+  mount -t tmpfs difftest-ref "$WORK/ref" || skip "cannot mount a tmpfs"
+  [ $# -eq 0 ] && return 0
+  cp -a "$1/." "$WORK/ref/" && chmod --reference="$1" "$WORK/ref" &&
+    chown --reference="$1" "$WORK/ref" || fail "copy $1 to the reference"
 }
 
 # run NAME TESTROOT [difftest flags]: one seed on a fresh pair, $seed set.
@@ -48,7 +51,7 @@ for seed in $SEEDS; do
   run --empty "$WORK/e"
   umnt "$WORK/e" || fail "unmount --empty"
 
-  ref
+  ref "$S/tmp"
   mnt "$WORK/t" -o tmp=/tmp "$WORK/img" || fail "mount tmp="
   run tmp= "$WORK/t/tmp"
   umnt "$WORK/t" || fail "unmount tmp="

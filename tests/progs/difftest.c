@@ -50,7 +50,7 @@
 
 /* The name space: every operation picks its names from here. */
 static const char *const names[] = {
-	"a", "b", "l", "d", "d/a", "d/b", "d/e", "d/e/a", "d/e/l", "f", "f/a",
+	"a", "b", "l", "d", "d/a", "d/b", "d/e", "d/e/a", "d/e/l", "f", "f/a", ".",
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
