@@ -430,8 +430,8 @@ static int setattr_size(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t 
 		return -EINVAL;
 	if (size > RAMFS_MAX_FILE)
 		return -EFBIG;
-	if (size == n->size)
-		return 0;
+	if (size == n->size) /* no change but preallocation past EOF dropped */
+		return ramfs_data_truncate(fs, n, size);
 	err = ramfs_data_truncate(fs, n, size);
 	if (err)
 		return err;
