@@ -771,7 +771,7 @@ static int open_side(struct side *s, const char *label, const char *dir)
 		s->fd[k] = -1;
 	memset(s->prev, 0, sizeof(s->prev));
 	if (s->root < 0) {
-		fprintf(stderr, "difftest: %s: %s\n", dir, strerror(errno));
+		fprintf(stderr, "difftest: %s directory %s: %s\n", s->label, dir, strerror(errno));
 		return -1;
 	}
 	return 0;
