@@ -212,11 +212,12 @@ static void daemon_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		sa.ctime.sec = attr->st_ctim.tv_sec;
 		sa.ctime.nsec = (uint32_t)attr->st_ctim.tv_nsec;
 	}
-	/* Nothing to set is a chown(f, -1, -1): the kernel's notify_change still
-	 * carries ATTR_CTIME (FUSE passes it on only with the write-back cache)
-	 * and, with handle_killpriv_v2, leaves clearing setuid to the daemon. */
-	if (!sa.valid)
-		sa.valid = CAIRN_SET_CHOWN;
+	/* Nothing to set but (with the write-back cache) ctime is a chown(f, -1,
+	 * -1): the kernel's notify_change carries ATTR_CTIME alone (FUSE passes it
+	 * on only with the write-back cache) and, with handle_killpriv_v2, leaves
+	 * clearing setuid to the daemon. */
+	if (!(sa.valid & ~CAIRN_SET_CTIME))
+		sa.valid |= CAIRN_SET_CHOWN;
 	cred_of(req, &cred);
 	rc = cairn_ns_setattr(ctx_of(req)->ns, ino, &sa, &cred, &e);
 	if (rc) {
