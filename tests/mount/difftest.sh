@@ -9,8 +9,8 @@
 # DIFFTEST_SEEDS and DIFFTEST_OPS override the seeds and the ops per seed.
 . "$(dirname "$0")/common.inc"
 DT=$PROGS/difftest
-SEEDS=${DIFFTEST_SEEDS:-"1 2 6 8"}
-OPS=${DIFFTEST_OPS:-700}
+SEEDS=${DIFFTEST_SEEDS:-"1 2 8"}
+OPS=${DIFFTEST_OPS:-400}
 
 # The image: an empty /tmp for tmp=, and names of difftest's name space for the
 # overlay (a file with an xattr, a directory tree, a symlink). No hard link: an

@@ -111,6 +111,7 @@ struct dt {
 	struct res r1, r2;
 	ino_t prealloc[64]; /* REF inodes fallocate has preallocated (dir_seek) */
 	int nprealloc;
+	struct timespec last_op; /* coarse clock when the last op ended */
 	unsigned char data[BUFMAX];
 };
 
@@ -662,17 +663,19 @@ static int compare_state(struct side *a, struct side *b, int overlay, char *msg,
 	return 0;
 }
 
-/* Waits for the coarse clock tmpfs stamps times with to tick, so that an
- * operation that sets a time always sets a new one on the reference too. */
-static void next_tick(void)
+/* Waits until the coarse clock tmpfs stamps times with has ticked since *last
+ * (its value when the previous operation ended), so that an operation that
+ * sets a time always sets a new one on the reference too. */
+static void next_tick(const struct timespec *last)
 {
-	struct timespec a, b, nap = { 0, 200000 };
+	struct timespec now, nap = { 0, 200000 };
 
-	clock_gettime(CLOCK_REALTIME_COARSE, &a);
-	do {
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &now);
+		if (!same_time(&now, last))
+			return;
 		nanosleep(&nap, NULL);
-		clock_gettime(CLOCK_REALTIME_COARSE, &b);
-	} while (same_time(&a, &b));
+	}
 }
 
 static int is_image_dir_exdev(struct dt *t, const struct op *o, const struct res *r)
@@ -721,7 +724,7 @@ static int step(struct dt *t, uint64_t seed, long i, struct side *ref, struct si
 	describe(&o, t->log[i], LOGLEN);
 	if (o.kind != READ && o.kind != PREAD && o.kind != LSEEK && o.kind != READLINK &&
 	    o.kind != GETX && o.kind != LISTX && o.kind != CLOSE)
-		next_tick(); /* may set a time */
+		next_tick(&t->last_op); /* may set a time */
 	run(t, test, &o, &t->r2);
 	if (is_image_dir_exdev(t, &o, &t->r2)) {
 		snprintf(t->log[i] + strlen(t->log[i]), LOGLEN - strlen(t->log[i]),
@@ -731,6 +734,7 @@ static int step(struct dt *t, uint64_t seed, long i, struct side *ref, struct si
 	int had_fd = ref->fd[o.slot] >= 0;
 
 	run(t, ref, &o, &t->r1);
+	clock_gettime(CLOCK_REALTIME_COARSE, &t->last_op);
 	snprintf(t->log[i] + strlen(t->log[i]), LOGLEN - strlen(t->log[i]), " = %ld%s%s",
 		 t->r1.ret, t->r1.err ? " " : "", t->r1.err ? strerror(t->r1.err) : "");
 	note_prealloc(t, ref, &o, &t->r1);
