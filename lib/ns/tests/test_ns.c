@@ -607,6 +607,20 @@ static void test_overlay(void **state)
 	list(ns, "/dir/sub", &n);
 	assert_int_equal(n.count, 0);
 
+	/* RENAME_EXCHANGE of a RAM directory with the opaque one that replaced an
+	 * image directory: the image's entries stay hidden (difftest seed 127) */
+	assert_int_equal(cairn_ns_mkdir(ns, CAIRN_NS_ROOT, "ramdir", 6, 0755, &root, &e), 0);
+	release_entry(ns, &e);
+	assert_int_equal(walk(ns, "/dir", &d), 0);
+	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "ramdir", 6, d.node, "sub", 3,
+					 RENAME_EXCHANGE), 0);
+	release_entry(ns, &d);
+	list(ns, "/dir/sub", &n);
+	assert_int_equal(n.count, 0);
+	list(ns, "/ramdir", &n);
+	assert_int_equal(n.count, 0);
+	assert_int_equal(cairn_ns_rmdir(ns, CAIRN_NS_ROOT, "ramdir", 6), 0);
+
 	/* renames: image directories give EXDEV, files move */
 	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "etc", 3, CAIRN_NS_ROOT, "etc2", 4, 0),
 			 -EXDEV);
