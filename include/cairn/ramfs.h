@@ -73,7 +73,9 @@ struct cairn_cred { uint32_t uid, gid, umask; };
  * when group-executable) unless MODE is given in the same call. SIZE truncates or
  * extends a regular file (-EISDIR on a directory, -EINVAL on other types).
  * *_NOW set the time to now (UTIME_NOW); a time whose flag is absent is left alone
- * (UTIME_OMIT). ctime becomes now on any change unless CTIME gives it explicitly. */
+ * (UTIME_OMIT). ctime becomes now on any change unless CTIME gives it explicitly.
+ * CHOWN is a chown naming neither owner nor group (chown(f, -1, -1)): as on tmpfs,
+ * ctime now and setuid/setgid cleared as by UID/GID, the ids left alone. */
 #define CAIRN_SET_MODE   (1u << 0)
 #define CAIRN_SET_UID    (1u << 1)
 #define CAIRN_SET_GID    (1u << 2)
@@ -83,6 +85,7 @@ struct cairn_cred { uint32_t uid, gid, umask; };
 #define CAIRN_SET_ATIME_NOW (1u << 6)
 #define CAIRN_SET_MTIME_NOW (1u << 7)
 #define CAIRN_SET_CTIME  (1u << 8)
+#define CAIRN_SET_CHOWN  (1u << 9)
 struct cairn_setattr {
 	unsigned valid;
 	uint32_t mode, uid, gid;

@@ -17,16 +17,18 @@ int ns_link_gone(struct cairn_ns *ns, const struct cairn_stat *ls)
 }
 
 /* A copy-up is no change the user made to the directory it lands in, so that
- * keeps its times, as overlayfs's copy-up does: taken just before the copy gets
- * its name there (lock held), put back just after. Best effort. */
+ * keeps its times, ctime too (on tmpfs a chmod of a file moves no time of its
+ * directory): taken just before the copy gets its name there (lock held), put
+ * back just after. Best effort. */
 static void keep_dir_times(struct cairn_ns *ns, cairn_ino_t dir, const struct cairn_stat *before)
 {
 	struct cairn_setattr sa;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.valid = CAIRN_SET_ATIME | CAIRN_SET_MTIME;
+	sa.valid = CAIRN_SET_ATIME | CAIRN_SET_MTIME | CAIRN_SET_CTIME;
 	sa.atime = before->atime;
 	sa.mtime = before->mtime;
+	sa.ctime = before->ctime;
 	cairn_ramfs_setattr(ns->ram, dir, &sa, NULL, NULL);
 }
 

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ns_internal.h"
+#include "util/util_int.h"
 
 
 /* ---- small helpers ---- */
@@ -313,8 +314,8 @@ int cairn_ns_setattr(struct cairn_ns *ns, uint64_t node, const struct cairn_seta
 	if (rc)
 		return rc;
 	rc = cairn_ramfs_setattr(ns->ram, n->upper, sa, cred, &e->st);
-	if (!rc && (sa->valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID)) &&
-	    S_ISREG(e->st.mode))
+	if (!rc && S_ISREG(e->st.mode) &&
+	    (sa->valid & (CAIRN_SET_SIZE | CAIRN_SET_UID | CAIRN_SET_GID | CAIRN_SET_CHOWN)))
 		kill_priv(ns, n->upper);
 	if (!rc)
 		rc = node_stat(ns, n, &e->st, 0);
@@ -822,11 +823,18 @@ ssize_t cairn_ns_getxattr(struct cairn_ns *ns, uint64_t node, const char *name, 
 			  size_t size)
 {
 	struct ns_node view, *n = ns_node_get(ns, node, &view);
+	int kind;
 
 	if (ns_reserved_xattr(name))
 		return -ENODATA;
 	if (ns_has_upper(n))
 		return cairn_ramfs_getxattr(ns->ram, n->upper, name, buf, size);
+	/* The name's rules before the image's answer, as the RAM layer has them. */
+	kind = util_xattr_ns(name, strlen(name));
+	if (kind < 0)
+		return kind;
+	if (kind == UTIL_XATTR_USER && n->type != S_IFREG && n->type != S_IFDIR)
+		return -ENODATA;
 	return cairn_image_getxattr(ns->img, n->lower, name, buf, size);
 }
 

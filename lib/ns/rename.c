@@ -177,6 +177,13 @@ static int do_rename(struct cairn_ns *ns, struct ns_node *od, const char *oname,
 		ns_set_add(&ns->opaque, src.ust.ino);
 	move_node(ns, src.ust.ino, nd, src_name, nlen);
 	if (flags & RENAME_EXCHANGE) {
+		/* Each directory lands on the other's name: where the image has a
+		 * directory of that name, it must not show through (an opaque one
+		 * swapped with one never merged made the image's entries visible). */
+		if (S_ISDIR(src.ust.mode) && dst.in_lower && S_ISDIR(dst.lower_mode))
+			ns_set_add(&ns->opaque, src.ust.ino);
+		if (S_ISDIR(dst.ust.mode) && src.in_lower && S_ISDIR(src.lower_mode))
+			ns_set_add(&ns->opaque, dst.ust.ino);
 		move_node(ns, dst.ust.ino, od, dst_name, olen);
 		return 0;
 	}

@@ -175,7 +175,9 @@ int ramfs_data_truncate(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t 
 {
 	size_t in = size & (fs->chunk_size - 1);
 
-	if (size < n->size) {
+	/* Down, or to the same size: chunks past the end go, those preallocated
+	 * past EOF (KEEP_SIZE) too, as tmpfs frees them. */
+	if (size <= n->size) {
 		uint64_t keep = (size >> fs->chunk_shift) + (in ? 1 : 0);
 
 		tree_free_range(fs, n, keep, NO_INDEX);

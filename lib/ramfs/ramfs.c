@@ -430,8 +430,8 @@ static int setattr_size(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t 
 		return -EINVAL;
 	if (size > RAMFS_MAX_FILE)
 		return -EFBIG;
-	if (size == n->size)
-		return 0;
+	if (size == n->size) /* no change but preallocation past EOF dropped */
+		return ramfs_data_truncate(fs, n, size);
 	err = ramfs_data_truncate(fs, n, size);
 	if (err)
 		return err;
@@ -447,18 +447,20 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 	struct ramfs_inode *n = ramfs_get(fs, ino);
 	struct cairn_time now;
 	unsigned v = sa->valid;
+	uint64_t old_size;
 	int err = 0;
 
 	if (!n)
 		return -ENOENT;
 	ramfs_now(&now);
 	pthread_rwlock_wrlock(&n->lock);
+	old_size = n->size;
 	/* The only step that can fail goes first, so a failed call changes nothing. */
 	if (v & CAIRN_SET_SIZE)
 		err = setattr_size(fs, n, sa->size, cred, &now);
 	if (err)
 		goto out;
-	if (v & (CAIRN_SET_UID | CAIRN_SET_GID)) {
+	if (v & (CAIRN_SET_UID | CAIRN_SET_GID | CAIRN_SET_CHOWN)) {
 		if (v & CAIRN_SET_UID)
 			n->uid = sa->uid;
 		if (v & CAIRN_SET_GID)
@@ -482,9 +484,11 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 		n->mtime = now;
 	else if (v & CAIRN_SET_MTIME)
 		n->mtime = sa->mtime;
+	/* A truncate to the size the file has changes nothing, times included
+	 * (POSIX truncate(2), tmpfs); open(O_TRUNC) asks for MTIME_NOW as well. */
 	if (v & CAIRN_SET_CTIME)
 		n->ctime = sa->ctime;
-	else if (v)
+	else if ((v & ~CAIRN_SET_SIZE) || n->size != old_size)
 		n->ctime = now;
 out:
 	if (!err && st)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include "ramfs/internal.h"
+#include "util/util_int.h"
 
 #define XATTR_NAME_LIMIT 255    /* XATTR_NAME_MAX */
 #define XATTR_VALUE_LIMIT 65536 /* XATTR_SIZE_MAX */
@@ -27,8 +28,8 @@ static uint64_t xattr_charge(const struct ramfs_xattr *x)
  * of system.* only the two POSIX ACLs (acl.c). */
 static int check_xattr_name(const struct ramfs_inode *n, const char *name, bool writing)
 {
-	static const char *const prefixes[] = { "user.", "trusted.", "security." };
 	size_t len = strnlen(name, XATTR_NAME_LIMIT + 1);
+	int kind;
 
 	if (len == 0)
 		return -EINVAL;
@@ -45,19 +46,13 @@ static int check_xattr_name(const struct ramfs_inode *n, const char *name, bool 
 	default:
 		break;
 	}
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t pl = strlen(prefixes[i]);
-
-		if (strncmp(name, prefixes[i], pl))
-			continue;
-		if (len == pl)
-			return -EINVAL;
-		/* user.* only on files and directories (xattr_permission()). */
-		if (i == 0 && !S_ISREG(n->type) && !S_ISDIR(n->type))
-			return writing ? -EPERM : -ENODATA;
-		return 0;
-	}
-	return -EOPNOTSUPP;
+	kind = util_xattr_ns(name, len);
+	if (kind == UTIL_XATTR_SYSTEM) /* of system.* only the two ACLs */
+		return -EOPNOTSUPP;
+	/* user.* only on files and directories (xattr_permission()). */
+	if (kind == UTIL_XATTR_USER && !S_ISREG(n->type) && !S_ISDIR(n->type))
+		return writing ? -EPERM : -ENODATA;
+	return kind < 0 ? kind : 0;
 }
 
 static struct ramfs_xattr **xattr_find(struct ramfs_inode *n, const char *name)

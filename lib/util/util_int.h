@@ -26,6 +26,13 @@ static inline void util_why_init(char **why, size_t *why_len, char *spare, size_
 	(*why)[0] = '\0';
 }
 
+/* The namespace of an xattr name of len bytes, as the kernel's xattr_resolve_name():
+ * UTIL_XATTR_USER, _TRUSTED, _SECURITY or _SYSTEM; -EINVAL for "user.",
+ * "trusted." or "security." with nothing after it, -EOPNOTSUPP for an unknown
+ * namespace (and "system." alone). */
+enum { UTIL_XATTR_USER, UTIL_XATTR_TRUSTED, UTIL_XATTR_SECURITY, UTIL_XATTR_SYSTEM };
+int util_xattr_ns(const char *name, size_t len);
+
 char *util_path_join(const char *dir, const char *name, size_t name_len);
 /* name when it is absolute or base is empty, else util_path_join(base, name):
  * a path written relative to base. */

@@ -243,6 +243,26 @@ static ssize_t read_all(const char *path, char *buf, size_t size)
 
 /* open(O_TRUNC) of an existing file empties it (echo test > f; echo hi > f) and
  * marks mtime and ctime, even for a file that was already empty. */
+/* O_CREAT|O_TRUNC making a new file truncates nothing (open(2) skips it for a
+ * file it created): the times the create gave stay. The FORCE_SYNC statx asks
+ * the file system past the kernel's attribute cache, which holds the create's. */
+static void check_create_trunc(void)
+{
+	struct statx a, b;
+	int fd = open(P("ctrunc"), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int ra, rb;
+
+	ra = statx(fd, "", AT_EMPTY_PATH, STATX_MTIME | STATX_CTIME, &a);
+	rb = statx(AT_FDCWD, P("ctrunc"), AT_STATX_FORCE_SYNC, STATX_MTIME | STATX_CTIME, &b);
+	CHECK("O_CREAT|O_TRUNC of a new file keeps the create's mtime and ctime",
+	      fd >= 0 && !ra && !rb && a.stx_mtime.tv_sec == b.stx_mtime.tv_sec &&
+	      a.stx_mtime.tv_nsec == b.stx_mtime.tv_nsec && a.stx_ctime.tv_nsec == b.stx_ctime.tv_nsec,
+	      "mtime %lld.%09u then %lld.%09u", (long long)a.stx_mtime.tv_sec, a.stx_mtime.tv_nsec,
+	      (long long)b.stx_mtime.tv_sec, b.stx_mtime.tv_nsec);
+	close(fd);
+	unlink(P("ctrunc"));
+}
+
 static void check_open_trunc(void)
 {
 	struct stat a, b;
@@ -270,6 +290,7 @@ static void check_open_trunc(void)
 	      fd >= 0 && ts_after(a.st_mtim, b.st_mtim) && ts_after(a.st_ctim, b.st_ctim),
 	      "times");
 	unlink(P("trunc"));
+	check_create_trunc();
 }
 
 /* O_TMPFILE: a file with no name until linkat() from /proc/self/fd gives it one;
@@ -709,6 +730,15 @@ static void check_times(void)
 	stat(P("t/f"), &a);
 	CHECK("truncate updates mtime and ctime", ts_after(a.st_mtim, b.st_mtim) &&
 	      ts_after(a.st_ctim, b.st_ctim), "times");
+	chmod(P("t/f"), 04755);
+	stat(P("t/f"), &a);
+	pause_ms(20);
+	chown(P("t/f"), (uid_t)-1, (gid_t)-1);
+	stat(P("t/f"), &b);
+	CHECK("chown(f, -1, -1) updates ctime, not mtime, and clears setuid",
+	      ts_after(b.st_ctim, a.st_ctim) && b.st_mtim.tv_nsec == a.st_mtim.tv_nsec &&
+	      (b.st_mode & 07777) == 0755, "mode %o", b.st_mode & 07777);
+	stat(P("t/f"), &a);
 	stat(P("t"), &da);
 	pause_ms(20);
 	link(P("t/f"), P("t/g"));

@@ -212,6 +212,12 @@ static void daemon_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		sa.ctime.sec = attr->st_ctim.tv_sec;
 		sa.ctime.nsec = (uint32_t)attr->st_ctim.tv_nsec;
 	}
+	/* Nothing to set but (with the write-back cache) ctime is a chown(f, -1,
+	 * -1): the kernel's notify_change carries ATTR_CTIME alone (FUSE passes it
+	 * on only with the write-back cache) and, with handle_killpriv_v2, leaves
+	 * clearing setuid to the daemon. */
+	if (!(sa.valid & ~CAIRN_SET_CTIME))
+		sa.valid |= CAIRN_SET_CHOWN;
 	cred_of(req, &cred);
 	rc = cairn_ns_setattr(ctx_of(req)->ns, ino, &sa, &cred, &e);
 	if (rc) {
@@ -300,7 +306,8 @@ static void daemon_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 /* ---- files ---- */
 
-static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* flags: fi->flags, less O_TRUNC for a file CREATE has just made. */
+static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int flags)
 {
 	struct daemon_file *f = calloc(1, sizeof(*f));
 	struct cairn_cred cred;
@@ -309,7 +316,7 @@ static int open_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!f)
 		return -ENOMEM;
 	cred_of(req, &cred);
-	rc = cairn_ns_open(ctx_of(req)->ns, ino, fi->flags, &cred, &f->ns_fh);
+	rc = cairn_ns_open(ctx_of(req)->ns, ino, flags, &cred, &f->ns_fh);
 	if (rc) {
 		free(f);
 		return rc;
@@ -342,7 +349,7 @@ static void daemon_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	rc = open_file(req, ino, fi);
+	rc = open_file(req, ino, fi, fi->flags);
 
 	if (rc) {
 		fuse_reply_err(req, to_errno(rc));
@@ -363,7 +370,7 @@ static void daemon_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	struct cairn_ns_entry e;
 	struct cairn_cred cred;
 	struct fuse_entry_param fe;
-	int rc;
+	int rc, flags;
 
 	cred_of(req, &cred);
 	if (!strcmp(name, DAEMON_TMPFILE_NAME)) /* FUSE_TMPFILE (killpriv.c) */
@@ -371,13 +378,18 @@ static void daemon_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	else
 		rc = cairn_ns_mknod(cf->ns, parent, name, strlen(name), S_IFREG | (mode & 07777),
 				    0, &cred, &e);
-	if (rc == -EEXIST && !(fi->flags & O_EXCL)) /* made meanwhile: open it */
+	/* A file made here has nothing to truncate, and open(2) does not truncate
+	 * it: truncating would move its times past the ones the reply gives. */
+	flags = fi->flags & ~O_TRUNC;
+	if (rc == -EEXIST && !(fi->flags & O_EXCL)) { /* made meanwhile: open it */
 		rc = cairn_ns_lookup(cf->ns, parent, name, strlen(name), &e);
+		flags = fi->flags;
+	}
 	if (rc) {
 		fuse_reply_err(req, to_errno(rc));
 		return;
 	}
-	rc = open_file(req, e.node, fi);
+	rc = open_file(req, e.node, fi, flags);
 	if (rc) {
 		cairn_ns_forget(cf->ns, e.node, 1);
 		fuse_reply_err(req, to_errno(rc));

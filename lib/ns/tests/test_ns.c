@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -221,6 +222,10 @@ static void test_readonly(void **state)
 	assert_int_equal(cairn_ns_open(ns, e.node, O_RDONLY, NULL, &fh), 0);
 	cairn_ns_release(ns, e.node, fh);
 	assert_int_equal(cairn_ns_write(ns, e.node, "x", 1, 0, 0, &root), -EROFS);
+	/* xattr names follow the kernel's rules as on the RAM layer (tmpfs) */
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "user.", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "bogus.x", buf, sizeof(buf)), -EOPNOTSUPP);
+	assert_int_equal(cairn_ns_getxattr(ns, e.node, "user.none", buf, sizeof(buf)), -ENODATA);
 	release_entry(ns, &e);
 	assert_int_equal(cairn_ns_mkdir(ns, CAIRN_NS_ROOT, "new", 3, 0755, &root, &e), -EROFS);
 	assert_int_equal(cairn_ns_unlink(ns, CAIRN_NS_ROOT, "hard1", 5), -EROFS);
@@ -562,6 +567,21 @@ static void test_overlay(void **state)
 	assert_int_equal(cairn_image_read(fx->img, lino, buf, 8, 0), 8);
 	assert_memory_equal(buf, "original", 8);
 
+	/* a copy-up into a RAM directory moves none of its times, ctime included */
+	struct cairn_ns_entry before, after;
+	struct cairn_setattr ch = { .valid = CAIRN_SET_MODE, .mode = 0600 };
+	struct timespec nap = { 0, 2000000 };
+	assert_int_equal(walk(ns, "/etc", &before), 0);
+	nanosleep(&nap, NULL);
+	assert_int_equal(walk(ns, "/etc/conf/a", &e), 0);
+	assert_int_equal(cairn_ns_setattr(ns, e.node, &ch, &root, &f), 0);
+	release_entry(ns, &e);
+	assert_int_equal(cairn_ns_getattr(ns, before.node, &after), 0);
+	assert_int_equal(after.st.ctime.sec, before.st.ctime.sec);
+	assert_int_equal(after.st.ctime.nsec, before.st.ctime.nsec);
+	assert_int_equal(after.st.mtime.nsec, before.st.mtime.nsec);
+	release_entry(ns, &before);
+
 	/* whiteouts and merged listings */
 	assert_int_equal(walk(ns, "/etc/conf", &d), 0);
 	assert_int_equal(cairn_ns_unlink(ns, d.node, "a", 1), 0);
@@ -586,6 +606,20 @@ static void test_overlay(void **state)
 	release_entry(ns, &d);
 	list(ns, "/dir/sub", &n);
 	assert_int_equal(n.count, 0);
+
+	/* RENAME_EXCHANGE of a RAM directory with the opaque one that replaced an
+	 * image directory: the image's entries stay hidden (difftest seed 127) */
+	assert_int_equal(cairn_ns_mkdir(ns, CAIRN_NS_ROOT, "ramdir", 6, 0755, &root, &e), 0);
+	release_entry(ns, &e);
+	assert_int_equal(walk(ns, "/dir", &d), 0);
+	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "ramdir", 6, d.node, "sub", 3,
+					 RENAME_EXCHANGE), 0);
+	release_entry(ns, &d);
+	list(ns, "/dir/sub", &n);
+	assert_int_equal(n.count, 0);
+	list(ns, "/ramdir", &n);
+	assert_int_equal(n.count, 0);
+	assert_int_equal(cairn_ns_rmdir(ns, CAIRN_NS_ROOT, "ramdir", 6), 0);
 
 	/* renames: image directories give EXDEV, files move */
 	assert_int_equal(cairn_ns_rename(ns, CAIRN_NS_ROOT, "etc", 3, CAIRN_NS_ROOT, "etc2", 4, 0),

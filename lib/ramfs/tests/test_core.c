@@ -448,6 +448,16 @@ static void test_suid_cleared(void **state)
 	assert_int_equal(cairn_ramfs_setattr(fs, f, &ch, NULL, &st), 0);
 	assert_int_equal(st.uid, 5);
 	assert_int_equal(st.mode, S_IFREG | 0755);
+	/* chown(f, -1, -1) too, and only ctime moves (tmpfs) */
+	assert_int_equal(cairn_ramfs_setattr(fs, f, &sa, NULL, NULL), 0);
+	struct cairn_setattr none = { .valid = CAIRN_SET_CHOWN };
+	struct cairn_stat before = t_stat(fs, f);
+	t_tick();
+	assert_int_equal(cairn_ramfs_setattr(fs, f, &none, NULL, &st), 0);
+	assert_int_equal(st.mode, S_IFREG | 0755);
+	assert_int_equal(st.uid, 5);
+	assert_true(t_time_cmp(st.ctime, before.ctime) > 0);
+	assert_int_equal(t_time_cmp(st.mtime, before.mtime), 0);
 	cairn_ino_t d = t_dir(fs, root, "d");
 	sa.mode = 02755;
 	assert_int_equal(cairn_ramfs_setattr(fs, d, &sa, NULL, NULL), 0);
@@ -485,6 +495,12 @@ static void test_times(void **state)
 	assert_int_equal(cairn_ramfs_setattr(fs, f, &sa, NULL, &b), 0);
 	assert_true(t_time_cmp(b.mtime, a.mtime) > 0);
 	assert_true(t_time_cmp(b.ctime, a.ctime) > 0);
+	/* truncate to the same size: no time moves (POSIX, tmpfs) */
+	a = b;
+	t_tick();
+	assert_int_equal(cairn_ramfs_setattr(fs, f, &sa, NULL, &b), 0);
+	assert_int_equal(t_time_cmp(b.mtime, a.mtime), 0);
+	assert_int_equal(t_time_cmp(b.ctime, a.ctime), 0);
 	/* utimensat: explicit atime, mtime OMIT, then mtime NOW */
 	sa.valid = CAIRN_SET_ATIME;
 	sa.atime = (struct cairn_time){ 1234567890, 123456789 };

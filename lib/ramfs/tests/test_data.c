@@ -158,6 +158,13 @@ static void test_fallocate(void **state)
 	assert_int_equal(cairn_ramfs_fallocate(fs, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 					       4 * CS, 4 * CS), 0);
 	assert_int_equal(t_stat(fs, f).blocks, 3 * CS / 512);
+	/* a truncate to the same size drops preallocation past EOF too (tmpfs) */
+	struct cairn_setattr same = { .valid = CAIRN_SET_SIZE, .size = 4 * CS };
+	assert_int_equal(cairn_ramfs_fallocate(fs, f, FALLOC_FL_KEEP_SIZE, 5 * CS, CS), 0);
+	assert_int_equal(t_stat(fs, f).blocks, 4 * CS / 512);
+	assert_int_equal(cairn_ramfs_setattr(fs, f, &same, NULL, NULL), 0);
+	assert_int_equal(t_stat(fs, f).blocks, 3 * CS / 512);
+	assert_int_equal(t_stat(fs, f).size, 4 * CS);
 	/* other modes */
 	assert_int_equal(cairn_ramfs_fallocate(fs, f, FALLOC_FL_PUNCH_HOLE, 0, CS), -EOPNOTSUPP);
 	assert_int_equal(cairn_ramfs_fallocate(fs, f, FALLOC_FL_ZERO_RANGE, 0, CS), -EOPNOTSUPP);

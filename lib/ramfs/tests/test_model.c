@@ -282,7 +282,7 @@ static void op_write(struct model *m, int append)
 
 static void model_truncate(struct model *m, struct obj *o, uint64_t size)
 {
-	if (size < o->size) {
+	if (size <= o->size) { /* the same size drops preallocation past EOF too */
 		uint64_t keep = (size + m->cs - 1) / m->cs;
 
 		memset(o->data + size, 0, o->size - size);
