@@ -12,14 +12,12 @@
 # - a kill -9 mid-fetch, a torn chunk and a stray tmp file leave a cache the
 #   next mount uses correctly; two mounts share one cache.
 . "$(dirname "$0")/common.inc"
-command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
-command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
 JDK=${JDK:-/usr/lib/jvm/java-17-openjdk-amd64}
 [ -x "$JDK/bin/java" ] || skip "no JDK at $JDK"
-net_servers
+net_servers nginx python3
 bounded() { timeout -k 5 120 "$@"; }
 
-mkdir -p "$NET/www" "$NET/www2"
+mkdir -p "$NET/www2"
 "$CAIRN" mkfs -q "$JDK" "$NET/www/jdk.cairn" || fail "mkfs of the JDK"
 cp "$NET/www/jdk.cairn" "$NET/www2/jdk.cairn"
 nginx_start web "$NET/www" || fail "nginx"

@@ -6,8 +6,7 @@
 # bytes) and the daemon keeps serving; once the server behaves, everything
 # reads right. With the default retries the application sees no error at all.
 . "$(dirname "$0")/common.inc"
-command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-net_servers
+net_servers python3
 . "$(dirname "$0")/fault_tree.inc"
 
 fault_start flt "$WORK/img.cairn" || fail "fault server"

@@ -6,10 +6,7 @@
 # reads keep 1 MiB units (lib/cache/readahead.c, ra_unit). Requests are counted
 # (stats=), never timed.
 . "$(dirname "$0")/common.inc"
-command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
-command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-net_servers
-mkdir -p "$NET/www"
+net_servers nginx python3
 
 SRC=$WORK/src
 mkdir -p "$SRC"

@@ -12,10 +12,7 @@
 #   profile learnt in the cache dir.
 # Requests are counted (stats=, nginx's access log), never timed.
 . "$(dirname "$0")/common.inc"
-command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
-command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-net_servers
-mkdir -p "$NET/www"
+net_servers nginx python3
 
 SRC=$WORK/src
 mkdir -p "$SRC/d" "$SRC/lib"

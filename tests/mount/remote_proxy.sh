@@ -4,11 +4,8 @@
 # http_proxy environment). Every mount reads the whole tree right, and the
 # origin sends each byte of the image once (nginx's access log).
 . "$(dirname "$0")/common.inc"
-command -v nginx >/dev/null 2>&1 || skip "nginx not installed (Debian nginx-light)"
-command -v squid >/dev/null 2>&1 || skip "squid not installed (Debian squid)"
-command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
-net_servers
-mkdir -p "$NET/www" "$WORK/src/d"
+net_servers nginx squid python3
+mkdir -p "$WORK/src/d"
 
 for i in 1 2 3 4; do head -c 3000000 /dev/urandom > "$WORK/src/d/f$i"; done
 yes "proxy line" | head -c 500000 > "$WORK/src/text"
