@@ -31,8 +31,8 @@
  *
  * A run of several segments is one request. When its slots are adjacent it is
  * read straight into them; otherwise into a bounce buffer, then copied (slots
- * of a run need not be adjacent). Bounce buffers are pooled like slots, and
- * like freed slots only one of them stays resident: each is max_io (1 MiB)
+ * of a run need not be adjacent). Bounce buffers are pooled (util_bufpool),
+ * and like freed slots only one of them stays resident: each is max_io (1 MiB)
  * filled whole, and a cold Java start left three of them, 3 MiB of a daemon
  * whose data the kernel had long taken (docs/bench/rss.md).
  */
@@ -79,6 +79,7 @@ int arena_init(struct cairn_cache *c)
 	for (size_t i = 0; i < n; i++)
 		c->free_slots[i] = (uint32_t)(n - 1 - i);
 	c->nfree = n;
+	util_bufpool_init(&c->bounce, c->max_io, CACHE_BOUNCE_POOL, 1);
 	return 0;
 fail:
 	free(c->free_slots);
@@ -93,8 +94,7 @@ void arena_destroy(struct cairn_cache *c)
 {
 	if (!c->free_slots)
 		return;
-	for (size_t i = 0; i < c->nbounce; i++)
-		free(c->bounce[i]);
+	util_bufpool_destroy(&c->bounce);
 	munmap(c->arena_map, c->arena_map_len);
 	free(c->free_slots);
 	free(c->slot_warm);
@@ -124,18 +124,6 @@ static int slots_adjacent(struct seg **s, size_t n)
 	return 1;
 }
 
-/* Page-aligned: a device below that reads by pages (O_DIRECT, a FUSE file with
- * direct_io) would otherwise split a max_io read into max_io minus the
- * misalignment and a tiny request for the rest (24 extra requests in a Java
- * start through the benchmark's delay layer, once freed slots stopped being
- * adjacent and runs took bounce buffers more often). */
-static unsigned char *bounce_alloc(const struct cairn_cache *c)
-{
-	void *p;
-
-	return posix_memalign(&p, 4096, c->max_io) ? NULL : p;
-}
-
 int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp)
 {
 	size_t got = 0;
@@ -160,10 +148,6 @@ int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char
 	 * stack hands them out in order) are read into directly, with no bounce. */
 	if (got == n && n > 1 && slots_adjacent(s, n))
 		n_direct = 1;
-	if (n > 1 && !n_direct && c->nbounce) {
-		*tmp = c->bounce[--c->nbounce];
-		c->bounce_warm = 0; /* the top was the only resident one */
-	}
 	pthread_mutex_unlock(&c->slot_lock);
 	for (size_t i = got; i < n; i++) {
 		s[i]->slot = SEG_NO_SLOT;
@@ -171,7 +155,7 @@ int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char
 		if (!s[i]->data)
 			goto fail;
 	}
-	if (n > 1 && !n_direct && !*tmp && !(*tmp = bounce_alloc(c)))
+	if (n > 1 && !n_direct && !(*tmp = util_bufpool_get(&c->bounce)))
 		goto fail;
 	for (size_t i = 0; i < n; i++)
 		s[i]->alloc = c->seg_size;
@@ -182,32 +166,9 @@ fail:
 		s[i]->alloc = 0;
 		seg_free_data(c, s[i]);
 	}
-	bounce_put(c, *tmp);
+	util_bufpool_put(&c->bounce, *tmp);
 	*tmp = NULL;
 	return -ENOMEM;
-}
-
-void bounce_put(struct cairn_cache *c, unsigned char *buf)
-{
-	if (!buf)
-		return;
-	pthread_mutex_lock(&c->slot_lock);
-	if (c->nbounce < CACHE_BOUNCE_POOL && !c->bounce_warm) {
-		c->bounce[c->nbounce++] = buf; /* taken first, warm */
-		c->bounce_warm = 1;
-		buf = NULL;
-	} else if (c->nbounce < CACHE_BOUNCE_POOL) {
-		/* Under the warm top, without its pages (bounce_alloc aligned it to
-		 * a page and max_io is whole pages). Given back under the lock: the
-		 * pool's next user must not see its pages vanish. */
-		madvise(buf, c->max_io, MADV_DONTNEED);
-		c->bounce[c->nbounce] = c->bounce[c->nbounce - 1];
-		c->bounce[c->nbounce - 1] = buf;
-		c->nbounce++;
-		buf = NULL;
-	}
-	pthread_mutex_unlock(&c->slot_lock);
-	free(buf);
 }
 
 /* Give back the pages of free slots beyond WARM_IDLE, the least recently

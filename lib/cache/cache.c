@@ -500,7 +500,7 @@ int fetch_run(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo, 
 
 				memcpy(s[i]->data, tmp + o, (size_t)l);
 			}
-		bounce_put(c, tmp);
+		util_bufpool_put(&c->bounce, tmp);
 		if (err == -CAIRN_EDIGEST && n > 1)
 			return refetch_each(c, s, n, own_lo, own_hi);
 	}

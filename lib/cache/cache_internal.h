@@ -19,11 +19,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <cairn/bdev.h>
+#include "util/bufpool.h"
 #include <cairn/cache.h>
 
 #define CACHE_SHARDS 64u          /* power of two */
 #define CACHE_STREAMS 16u         /* sequential streams tracked at once */
-#define CACHE_BOUNCE_POOL 8u      /* bounce buffers kept for reuse */
+#define CACHE_BOUNCE_POOL 8u      /* bounce buffers kept for reuse (1 resident) */
 #define SEG_NO_SLOT UINT32_MAX
 
 /* SEG_GONE: dropped once delivered (cairn_cache_delivered), its data freed. It
@@ -115,9 +116,7 @@ struct cairn_cache {
 	size_t nwarm_free, warm_max;/* free slots still resident, and the most kept so */
 	size_t warm_idle;           /* ... and kept once idle (arena_trim) */
 	_Atomic int warm_excess;    /* nwarm_free went past warm_idle: trim when idle */
-	unsigned char *bounce[CACHE_BOUNCE_POOL]; /* the top one may be resident, */
-	size_t nbounce;                           /* the rest hold no pages */
-	int bounce_warm;            /* bounce[nbounce - 1] is resident */
+	struct util_bufpool bounce; /* max_io buffers of runs whose slots are apart */
 
 	pthread_mutex_t lru_lock;
 	struct seg *lru_head;       /* the CLOCK hand points here */
@@ -199,9 +198,8 @@ void evict_to_budget(struct cairn_cache *c, size_t need);
 int arena_init(struct cairn_cache *c);
 void arena_destroy(struct cairn_cache *c);
 /* Memory for a run of n segments; fills s[i]->data, and *tmp with a bounce
- * buffer of max_io bytes when n > 1 (give it back with bounce_put). */
+ * buffer of max_io bytes when n > 1 (give it back to c->bounce). */
 int seg_alloc_run(struct cairn_cache *c, struct seg **s, size_t n, unsigned char **tmp);
-void bounce_put(struct cairn_cache *c, unsigned char *buf);
 void seg_free_data(struct cairn_cache *c, struct seg *s);
 /* Give back the resident free slots beyond the idle allowance (slot_lock not held). */
 void arena_trim(struct cairn_cache *c);

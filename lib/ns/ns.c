@@ -661,37 +661,23 @@ void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64
 		cairn_image_pushed(ns->img, n->lower, off, len);
 }
 
-/* A buffer for an image read of len bytes. A large one is taken from the
- * few kept (read_buf_put): malloc hands out a fresh mapping for it, whose
- * every page faults and is zeroed as the read fills it, and munmap at free
- * shoots down the TLBs of all CPUs; per 1 MiB read that is more system time
- * than the copy itself, in the daemon's threads that the cold start waits on
- * (docs/bench/vcost4.md). */
+/* A buffer for an image read of len bytes: a large one from the kept few
+ * (util_bufpool says why; per 1 MiB FUSE read a fresh one cost more system
+ * time than the copy, in the threads a cold start waits on:
+ * docs/bench/vcost4.md), a small one from the heap. */
 static void *read_buf_get(struct cairn_ns *ns, size_t len)
 {
-	void *p = NULL;
-
 	if (len < NS_READ_BUF_MIN || len > NS_READ_BUF)
 		return malloc(len ? len : 1);
-	pthread_mutex_lock(&ns->buf_lock);
-	if (ns->nbufs)
-		p = ns->bufs[--ns->nbufs];
-	pthread_mutex_unlock(&ns->buf_lock);
-	return p ? p : malloc(NS_READ_BUF);
+	return util_bufpool_get(&ns->read_bufs);
 }
 
-/* Give back a buffer of read_buf_get(ns, len): kept if there is room. */
 static void read_buf_put(struct cairn_ns *ns, void *p, size_t len)
 {
-	if (len >= NS_READ_BUF_MIN && len <= NS_READ_BUF) {
-		pthread_mutex_lock(&ns->buf_lock);
-		if (ns->nbufs < NS_READ_BUFS) {
-			ns->bufs[ns->nbufs++] = p;
-			p = NULL;
-		}
-		pthread_mutex_unlock(&ns->buf_lock);
-	}
-	free(p);
+	if (len < NS_READ_BUF_MIN || len > NS_READ_BUF)
+		free(p);
+	else
+		util_bufpool_put(&ns->read_bufs, p);
 }
 
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <stdint.h>
 #include <cairn/ns.h>
+#include "util/bufpool.h"
 
 struct ns_node {
 	struct ns_node *parent;     /* pinned; NULL for the root */
@@ -77,12 +78,9 @@ struct cairn_ns {
 	uint64_t nodes, copy_ups;
 	uint64_t refs;              /* lookup references the caller holds (atomic) */
 	uint64_t over_forgets;      /* forgets beyond the lookup count (caller bugs; atomic) */
-	/* Large read buffers of image reads (cairn_ns_read_iov) kept for reuse,
-	 * NS_READ_BUF bytes each: a fresh 1 MiB buffer is mapped, faulted in and
-	 * zeroed page by page on every read (ns.c, read_buf_get). */
-	pthread_mutex_t buf_lock;
-	void *bufs[NS_READ_BUFS];
-	unsigned nbufs;
+	/* Large buffers of image reads (cairn_ns_read_iov), NS_READ_BUF bytes
+	 * each, kept for reuse, all resident (ns.c, read_buf_get). */
+	struct util_bufpool read_bufs;
 };
 
 static inline int ns_has_upper(const struct ns_node *n)

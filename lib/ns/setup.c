@@ -179,7 +179,7 @@ int cairn_ns_new(const struct cairn_ns_config *cfg, struct cairn_ns **out)
 	if (!ns)
 		return -ENOMEM;
 	pthread_mutex_init(&ns->lock, NULL);
-	pthread_mutex_init(&ns->buf_lock, NULL);
+	util_bufpool_init(&ns->read_bufs, NS_READ_BUF, NS_READ_BUFS, NS_READ_BUFS);
 	pthread_cond_init(&ns->copy_done, NULL);
 	ns->img = empty ? NULL : cfg->image;
 	ns->overlay = empty || (cfg->flags & CAIRN_NS_OVERLAY);
@@ -249,10 +249,8 @@ void cairn_ns_free(struct cairn_ns *ns)
 	ns_set_destroy(&ns->opaque);
 	ns_set_destroy(&ns->gone_links);
 	free(ns->tmp_roots);
-	for (unsigned i = 0; i < ns->nbufs; i++)
-		free(ns->bufs[i]);
+	util_bufpool_destroy(&ns->read_bufs);
 	pthread_cond_destroy(&ns->copy_done);
-	pthread_mutex_destroy(&ns->buf_lock);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }

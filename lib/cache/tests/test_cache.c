@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "cache/cache_internal.h"
 #include "cache_test_util.h"
-#include "cache/cache_internal.h" /* the arena's warm slots (test_warm_trim) */
+#include "util/tests/resident.h"
 
 struct rig {
 	unsigned char *src;
@@ -386,19 +386,6 @@ static void test_prefetch_claims(void **state)
  * their memory with them; a partly delivered one stays. Readahead and prefetch
  * do not fetch a dropped segment again; a read of it does. */
 /* Pages of buf resident, by mincore(2). */
-static size_t resident_pages(const void *buf, size_t len)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, got = 0;
-	unsigned char *vec = malloc(n);
-
-	assert_non_null(vec);
-	assert_int_equal(mincore((void *)buf, len, vec), 0);
-	for (size_t i = 0; i < n; i++)
-		got += vec[i] & 1;
-	free(vec);
-	return got;
-}
-
 /* Pooled bounce buffers hold no memory but the top one: a cold Java start
  * left three full ones (3 MiB) resident in the daemon. */
 static void test_bounce_pool_resident(void **state)
@@ -419,10 +406,10 @@ static void test_bounce_pool_resident(void **state)
 		b[i] = p;
 	}
 	for (int i = 0; i < 3; i++)
-		bounce_put(c, b[i]);
+		util_bufpool_put(&c->bounce, b[i]);
 	/* The first one back is warm, on top (handed out first); the others not. */
-	assert_int_equal(c->nbounce, 3);
-	assert_ptr_equal(c->bounce[2], b[0]);
+	assert_int_equal(c->bounce.n, 3);
+	assert_ptr_equal(c->bounce.bufs[2], b[0]);
 	assert_int_equal(resident_pages(b[0], c->max_io), pages);
 	assert_int_equal(resident_pages(b[1], c->max_io), 0);
 	assert_int_equal(resident_pages(b[2], c->max_io), 0);
