@@ -350,15 +350,24 @@ struct gap_ctx {
 	struct cairn_image *img;
 	cairn_ino_t ino;
 	struct cairn_rinode *r;
+	uint64_t lo, hi; /* a range just pushed (or none: lo == hi) */
 };
 
+/* A gap next to the range just pushed is delivered with it: the cache marks
+ * only the 32nds of a segment wholly inside one delivery, and the one across
+ * their border would stay unmarked, and the segment resident, for good. */
 static int deliver_gap(void *ctx, uint64_t file_off, uint64_t pos, uint64_t len)
 {
 	struct gap_ctx *g = ctx;
 	struct deliver_ctx d = { g->img, 0 };
+	uint64_t end = file_off + len;
 
 	(void)pos;
-	return cairn_image_map(g->img, g->ino, g->r, file_off, len, deliver_piece, &d);
+	if (g->lo < g->hi && end == g->lo)
+		end = g->hi;
+	else if (g->lo < g->hi && file_off == g->hi)
+		file_off = g->lo;
+	return cairn_image_map(g->img, g->ino, g->r, file_off, end - file_off, deliver_piece, &d);
 }
 
 static void image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
@@ -373,7 +382,7 @@ static void image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t o
 	 * once stored; the rest of what the reader got goes now (a profile mount
 	 * held 31 MiB after a cold Java Hello when the whole file was kept). */
 	if (keep_hot && img->profile && cairn_profile_has(img->profile, ino)) {
-		struct gap_ctx g = { img, ino, &r };
+		struct gap_ctx g = { img, ino, &r, 0, 0 };
 
 		if (!(r.flags & CAIRN_IF_CHUNKED))
 			(void)cairn_profile_gaps(img->profile, ino, off, len, deliver_gap, &g);
@@ -410,13 +419,14 @@ static void pushed_segment_rest(struct cairn_image *img, cairn_ino_t ino, uint64
 				uint64_t len)
 {
 	struct cairn_rinode r;
-	struct gap_ctx g = { img, ino, &r };
+	struct gap_ctx g = { img, ino, &r, off, 0 };
 	uint64_t lo, hi, last;
 
 	if (!img->profile || !len || load_regular(img, ino, &r) ||
 	    (r.flags & (CAIRN_IF_CHUNKED | CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)) || off >= r.size)
 		return;
-	last = (len > r.size - off ? r.size : off + len) - 1;
+	g.hi = len > r.size - off ? r.size : off + len;
+	last = g.hi - 1;
 	if (plain_span(img, &r, off, &lo, &hi) || plain_span(img, &r, last, &hi, &hi))
 		return;
 	(void)cairn_profile_gaps(img->profile, ino, lo, hi - lo, deliver_gap, &g);
