@@ -655,8 +655,9 @@ static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *bu
 			 uint64_t off, uint64_t end, uint64_t *hash_ns)
 {
 	struct shard *sh = seg_shard(c, s->idx);
+	uint64_t idx = s->idx;
 	struct seg *dead;
-	int err = 0;
+	int err = 0, drop;
 
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
@@ -673,9 +674,12 @@ static int wait_and_copy(struct cairn_cache *c, struct seg *s, unsigned char *bu
 	else
 		err = s->err;
 	dead = seg_unref_locked(s);
+	drop = !dead && seg_drop_due(c, s);
 	pthread_mutex_unlock(&sh->lock);
 	if (dead)
 		seg_destroy(c, dead);
+	else if (drop)
+		seg_drop_delivered(c, idx);
 	return err;
 }
 

@@ -188,6 +188,10 @@ static inline uint32_t seg_all_delivered(const struct cairn_cache *c, const stru
 }
 /* Drop segment idx's data if it is READY, on the ring and fully delivered. */
 void seg_drop_delivered(struct cairn_cache *c, uint64_t idx);
+/* Shard locked: s is READY, wholly delivered and held by the table alone, so
+ * its data can go (it was delivered while a reader, a check or its publisher
+ * held it, and whoever lets go last drops it). */
+int seg_drop_due(const struct cairn_cache *c, const struct seg *s);
 /* A read needs a SEG_GONE segment again: removes it from the table (shard
  * locked) so it can be fetched anew. 1 when s was gone (and is freed), else 0. */
 int seg_forget_gone(struct cairn_cache *c, struct shard *sh, struct seg *s);

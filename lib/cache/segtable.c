@@ -141,13 +141,24 @@ void seg_destroy(struct cairn_cache *c, struct seg *s)
 void seg_release(struct cairn_cache *c, struct seg *s)
 {
 	struct shard *sh = seg_shard(c, s->idx);
+	uint64_t idx = s->idx;
 	struct seg *dead;
+	int drop;
 
 	pthread_mutex_lock(&sh->lock);
 	dead = seg_unref_locked(s);
+	drop = !dead && seg_drop_due(c, s);
 	pthread_mutex_unlock(&sh->lock);
 	if (dead)
 		seg_destroy(c, dead);
+	else if (drop)
+		seg_drop_delivered(c, idx);
+}
+
+int seg_drop_due(const struct cairn_cache *c, const struct seg *s)
+{
+	return s->refs == 1 && s->state == SEG_READY && s->delivered &&
+	       s->delivered == seg_all_delivered(c, s);
 }
 
 /* Ring operations; lru_lock held. The hand (lru_head) is the oldest segment. */
@@ -181,6 +192,18 @@ static void ring_remove(struct cairn_cache *c, struct seg *s)
 	s->in_lru = 0;
 }
 
+/* Frees a delivered segment's data, leaving it in the table as a ghost
+ * (SEG_GONE) so readahead does not fetch it again; ring and shard locked. */
+static void drop_locked(struct cairn_cache *c, struct seg *s)
+{
+	ring_remove(c, s);
+	atomic_fetch_sub_explicit(&c->resident, s->alloc, memory_order_relaxed);
+	s->alloc = 0;
+	seg_free_data(c, s);
+	s->state = SEG_GONE;
+	atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+}
+
 /* A segment published UNCHECKED can be taken, fail its check and leave the
  * table (fail_claims) before its publisher gets here: it must not join the
  * ring then, or it is freed while linked. fail_claims marks it under the ring
@@ -192,8 +215,13 @@ void lru_add(struct cairn_cache *c, struct seg **s, size_t n)
 		struct shard *sh = seg_shard(c, s[i]->idx);
 
 		pthread_mutex_lock(&sh->lock);
-		if (!s[i]->in_lru && s[i]->state != SEG_FAILED)
+		if (!s[i]->in_lru && s[i]->state != SEG_FAILED) {
 			ring_insert_tail(c, s[i]);
+			/* A reader may have taken all of it between READY and here,
+			 * when cairn_cache_delivered could not drop it (off the ring). */
+			if (seg_drop_due(c, s[i]))
+				drop_locked(c, s[i]);
+		}
 		pthread_mutex_unlock(&sh->lock);
 	}
 	pthread_mutex_unlock(&c->lru_lock);
@@ -271,16 +299,10 @@ void seg_drop_delivered(struct cairn_cache *c, uint64_t idx)
 	pthread_mutex_lock(&c->lru_lock); /* lock order: ring, then shard */
 	pthread_mutex_lock(&sh->lock);
 	s = seg_lookup(sh, idx);
-	/* Only when no reader holds it (refs: the table's alone): they copy from it. */
-	if (s && s->state == SEG_READY && s->in_lru && s->refs == 1 &&
-	    s->delivered == seg_all_delivered(c, s)) {
-		ring_remove(c, s);
-		atomic_fetch_sub_explicit(&c->resident, s->alloc, memory_order_relaxed);
-		s->alloc = 0;
-		seg_free_data(c, s);
-		s->state = SEG_GONE;
-		atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
-	}
+	/* Only when no reader holds it (refs: the table's alone): they copy from
+	 * it. One that held it then drops it as it lets go (seg_release). */
+	if (s && s->in_lru && seg_drop_due(c, s))
+		drop_locked(c, s);
 	pthread_mutex_unlock(&sh->lock);
 	pthread_mutex_unlock(&c->lru_lock);
 }

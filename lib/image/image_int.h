@@ -222,6 +222,8 @@ void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p);
 int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn,
 			 void *ctx);
 int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino); /* hot ranges? */
+int cairn_profile_gaps(const struct cairn_profile *p, cairn_ino_t ino, uint64_t off,
+		       uint64_t len, cairn_range_cb fn, void *ctx);
 
 static inline int cairn_add_ok(uint64_t a, uint64_t b, uint64_t limit)
 {

@@ -596,6 +596,37 @@ int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_c
 	return 0;
 }
 
+/* Calls fn for each piece of [off, off + len) of ino that no range of the
+ * profile covers, in file offsets (pos 0). A file the profile names by several
+ * paths gets none: its ranges are not one sorted list, and keeping a little
+ * more is safe. */
+int cairn_profile_gaps(const struct cairn_profile *p, cairn_ino_t ino, uint64_t off,
+		       uint64_t len, cairn_range_cb fn, void *ctx)
+{
+	uint64_t end = off + len;
+	const struct prof_file *f;
+	size_t i;
+
+	if (!ino || !p->by_ino || !len)
+		return 0;
+	i = find_ino(p, ino);
+	if (i >= p->nfiles || p->by_ino[i].ino != ino ||
+	    (i + 1 < p->nfiles && p->by_ino[i + 1].ino == ino))
+		return 0;
+	f = &p->files[p->by_ino[i].file];
+	for (size_t k = first_reaching(f, off); k < f->ncov && off < end; k++) {
+		int rc;
+
+		if (f->cov[k].lo >= end)
+			break;
+		if (f->cov[k].lo > off && (rc = fn(ctx, off, 0, f->cov[k].lo - off)))
+			return rc;
+		if (f->cov[k].hi > off)
+			off = f->cov[k].hi;
+	}
+	return off < end ? fn(ctx, off, 0, end - off) : 0;
+}
+
 /* ---- saving ---- */
 
 static int write_all(FILE *f, const struct cairn_profile *p)

@@ -250,6 +250,56 @@ static void test_fewer_requests(void **state)
 	assert_true(with <= 2); /* 400 KB: one max_io request (two if it straddles one) */
 }
 
+static uint64_t dropped(struct cairn_image *img)
+{
+	struct cairn_cache_stats st;
+
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	return st.dropped;
+}
+
+/* A profile mount keeps only the profile's ranges for the push: what a reader
+ * got elsewhere in the file goes at once, and once a range is pushed, the
+ * file's bytes around it in its segments (the prefetch's gap fill, which no
+ * range covers) go too. Both stayed resident for good (a profile mount held
+ * 31 MiB after a cold Java Hello). */
+static void test_profile_mount_lean(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_cache_config cc = { .segment_size = 65536 };
+	const char *text = "/big 1000000 4096\n";
+	static char buf[4 * 65536];
+	struct cairn_image *img;
+	cairn_ino_t big;
+	uint64_t d0, n;
+
+	assert_int_equal(t_open_image_with(fx->img, &cc, 1, &img), 0);
+	big = ino_of(img, "/big");
+	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
+	cairn_image_prefetch_hot(img);
+	cairn_cache_drain(cairn_image_cache(img));
+	/* A read far from the range: delivered, its whole segments drop. */
+	assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 2000000), sizeof(buf));
+	d0 = dropped(img);
+	cairn_image_delivered(img, big, 2000000, sizeof(buf));
+	assert_true(dropped(img) >= d0 + 2);
+	/* Read but not pushed, the range's segment stays. */
+	d0 = dropped(img);
+	assert_int_equal(cairn_image_read(img, big, buf, 4096, 1000000), 4096);
+	cairn_image_delivered(img, big, 1000000, 4096);
+	assert_int_equal(dropped(img), d0);
+	/* Pushed: the segment goes, the bytes around the range with it; a read of
+	 * them later is right. */
+	cairn_image_pushed(img, big, 1000000, 4096);
+	assert_true(dropped(img) >= d0 + 1);
+	n = requests(img);
+	assert_int_equal(cairn_image_read(img, big, buf, 8192, 1000000 - 8192), 8192);
+	for (size_t i = 0; i < 8192; i++)
+		assert_int_equal((unsigned char)buf[i], ((1000000 - 8192 + i) * 31 + 7) & 0xff);
+	assert_true(requests(img) > n);
+	cairn_image_close(img);
+}
+
 static void test_other_tree_harmless(void **state)
 {
 	struct fixture *fx = *state;
@@ -598,6 +648,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_profile_mount_lean, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
