@@ -14,6 +14,7 @@
 #include <cairn/cache.h>
 #include <cairn/error.h>
 #include "format/format_int.h"
+#include "util/util_int.h"
 #include "zcache.h"
 #include "image_int.h"
 
@@ -183,7 +184,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 	int zmeta;
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
-		return BAD("not a cairn image (bad magic)");
+		return util_not_cairn(s->magic, sizeof(*s), why, why_len);
 	if (cairn_le16(s->version_major) != CAIRN_FORMAT_VERSION_MAJOR)
 		return cairn_image_why(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));

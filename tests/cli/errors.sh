@@ -40,6 +40,23 @@ mkfifo "$work/fifo"
 expect_msg "cairn info: not a cairn image: $work/fifo is a FIFO" info "$work/fifo"
 echo "ok: info on a device, a directory, a FIFO says what it is"
 
+# A file of another format is "not a cairn image" (not "corrupt"), with the magic
+# expected and the bytes found, and the format when cairn knows it; with or
+# without verification (two decoders of block 0), and for fsck (exit 4).
+printf 'hsqs\4\0\0\0' > "$work/squash"
+head -c 8192 /dev/zero >> "$work/squash"
+magic='not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found'
+expect_msg "cairn info: $work/squash: $magic 68 73 71 73 04 00 00 00: a squashfs image" info "$work/squash"
+expect_msg "cairn ls: $work/squash: $magic 68 73 71 73 04 00 00 00: a squashfs image" \
+  ls --verify none "$work/squash" /
+head -c 8192 /dev/zero > "$work/zeros"
+expect_msg "cairn cat: $work/zeros: $magic 00 00 00 00 00 00 00 00: all zero bytes" cat "$work/zeros" /a
+"$CAIRN" fsck "$work/squash" >/dev/null 2>"$work/err"; rc=$?
+[ $rc -eq 4 ] && grep -qF "cairn fsck: $work/squash: $magic 68 73" "$work/err" ||
+  fail "fsck of a squashfs file: exit $rc: $(cat "$work/err")"
+grep -q "corrupt" "$work/err" && fail "fsck calls a squashfs file corrupt: $(cat "$work/err")"
+echo "ok: a file of another format is not a cairn image, with what was expected and found"
+
 # A missing argument is one line that says what is missing and where the help is,
 # exit 2, for every command (mount and bench read printed all of --help instead).
 for args in "info" "ls" "cat $work/img" "stat $work/img" "extract $work/img" "fsck" "digest" \

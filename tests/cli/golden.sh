@@ -199,7 +199,7 @@ $ cairn ls /nonexistent/img
 cairn ls: /nonexistent/img: No such file or directory
 [exit 1]
 $ cairn info junk
-cairn info: junk: corrupt image: not a cairn image (bad magic)
+cairn info: junk: not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found 6a 6a 6a 6a 6a 6a 6a 6a
 [exit 1]
 $ cairn info short
 cairn info: short: corrupt image: too short for a superblock (6 bytes)
@@ -232,7 +232,7 @@ $ cairn fsck
 cairn fsck: needs IMAGE (see cairn fsck --help)
 [exit 2]
 $ cairn fsck junk
-cairn fsck: junk: corrupt image: not a cairn image (bad magic)
+cairn fsck: junk: not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found 6a 6a 6a 6a 6a 6a 6a 6a
 [exit 4]
 $ cairn info img extra
 cairn info: too many arguments (see cairn info --help)
