@@ -70,6 +70,33 @@ for args in "info" "ls" "cat $work/img" "stat $work/img" "extract $work/img" "fs
 done
 echo "ok: a missing argument is one line naming it"
 
+# A bad option value is named by the command it was given to and the option as
+# written (--digest, --segment and friends said "cairn:"; the remote ones
+# "cairn :" and the key without its dashes).
+expect_usage() { # want, args...
+  want=$1; shift
+  timeout 20 "$CAIRN" "$@" >/dev/null 2>"$work/err"; rc=$?
+  [ $rc -eq 2 ] || fail "cairn $*: exit $rc, not 2"
+  [ "$(cat "$work/err")" = "$want" ] || fail "cairn $*: said '$(cat "$work/err")', not '$want'"
+}
+expect_usage "cairn info: --digest needs sha256:<64 hex digits>, got 'sha256:00'" \
+  info --digest sha256:00 "$work/img"
+expect_usage "cairn ls: --segment must be a power of two from 512 to 64M, got 3" \
+  ls --segment 3 "$work/img"
+expect_usage "cairn stat: --delay needs a time (e.g. 1ms), got 'soon'" stat --delay soon "$work/img" /a
+expect_usage "cairn cat: --verify is on or none, got 'off'" cat --verify off "$work/img" /a
+expect_usage "cairn info: --connections needs a number (1..64), got '0'" \
+  info --connections 0 "$work/img"
+expect_usage "cairn extract: --timeout needs a time of at least 1ms (e.g. 10s), got '0'" \
+  extract --timeout 0 "$work/img" "$work/out.d"
+expect_usage "cairn bench: --max-io needs a size (e.g. 64M), got 'big'" \
+  bench read --max-io big "$work/img"
+expect_usage "cairn mount: -o segment must be a power of two from 512 to 64M, got 3" \
+  mount -o segment=3 "$work/img" "$work/src/d"
+expect_usage "cairn mount: -o timeout needs a time of at least 1ms (e.g. 10s), got '0'" \
+  mount -o timeout=0 "$work/img" "$work/src/d"
+echo "ok: a bad option value names the command and the option"
+
 # Damage the first metadata block: every inode in it fails with the same reason.
 # (It starts after block 0 and the digest table: meta_off, from info.)
 meta_off=$("$CAIRN" info --json "$work/img" | sed -n 's/.*"meta_off": \([0-9]*\).*/\1/p')

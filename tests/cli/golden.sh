@@ -217,7 +217,7 @@ $ cairn ls --bogus img
 cairn ls: unknown option '--bogus' (see cairn ls --help)
 [exit 2]
 $ cairn info --cache-size abc img
-cairn: --cache-size needs a size (e.g. 64M), got 'abc'
+cairn info: --cache-size needs a size (e.g. 64M), got 'abc'
 [exit 2]
 $ cairn stat img /dir/nope/x
 cairn stat: img: /dir/nope/x: No such file or directory

@@ -344,7 +344,7 @@ static int parse(int argc, char **argv, struct bench *b)
 		return -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int rc = cli_image_opt_parse(&b->o, argc, argv, &i);
+		int rc = cli_image_opt_parse(&b->o, "bench", argc, argv, &i);
 
 		if (rc < 0)
 			return -1;

@@ -47,8 +47,9 @@ struct cli_image_opts {
 };
 void cli_image_opts_init(struct cli_image_opts *o);
 /* If argv[*i] is one of the shared options, consume it (and its value) and return 1;
- * 0 if it is not one; -1 after printing an error for a bad value. */
-int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i);
+ * 0 if it is not one; -1 after printing "cairn <cmd>: ..." for a bad value. */
+int cli_image_opt_parse(struct cli_image_opts *o, const char *cmd, int argc, char **argv,
+			int *i);
 extern const char cli_image_opts_help[];
 /* Open the image's stack or print "cairn <cmd>: <path>: <reason>" and return
  * NULL. The caller closes it with cairn_stack_close(). */
@@ -61,8 +62,11 @@ void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, co
 		 int err);
 /* A remote-image option (connections, timeout, retries, mirror, proxy, cacert,
  * insecure, http1, cache_dir, cache_max, cache_chunk, s3_*): 1 when taken, 0 when
- * key is not one, -1 after printing an error. val may be NULL for the flags. */
-int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *val);
+ * key is not one, -1 after printing "cairn <cmd>: <shown> needs ..." (shown: the
+ * option as the user wrote it, "-o timeout" or "--timeout"). val may be NULL for
+ * the flags. */
+int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *shown,
+		   const char *val);
 /* http and disk cache counters of the stack under dev, if it has them: one line
  * each, or "key value" lines when style is "kv" (the mount's stats file). */
 void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style);
@@ -89,8 +93,9 @@ void cli_print_name(FILE *f, const char *name, size_t len);
 
 /* "64M", "1m", "4096", "1.5G" -> bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);
-/* 0 when v is a segment size the cache takes; else says so, naming `what`. */
-int cli_check_segment(const char *what, uint64_t v);
+/* 0 when v is a segment size the cache takes; else says so as "cairn <cmd>:",
+ * naming `what`. */
+int cli_check_segment(const char *cmd, const char *what, uint64_t v);
 /* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */
 int cli_parse_duration_ns(const char *s, uint64_t *out);
 /* For an unknown option: ": did you mean 'OPTION'?" into out, OPTION the one of a

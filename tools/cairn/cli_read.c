@@ -43,7 +43,7 @@ int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts 
 			continue;
 		}
 		if (!only_pos && a[0] == '-' && a[1]) {
-			rc = cli_image_opt_parse(o, argc, argv, &i);
+			rc = cli_image_opt_parse(o, cmd, argc, argv, &i);
 			if (rc < 0)
 				return -1;
 			if (rc > 0)

@@ -102,6 +102,15 @@ static int generic_opt(const char *key)
 	return 0;
 }
 
+/* The remote options, named in errors as the user wrote them ("-o timeout"). */
+static int remote_opt(struct mount_opts *o, const char *key, const char *val)
+{
+	char shown[40];
+
+	snprintf(shown, sizeof(shown), "-o %s", key);
+	return cli_remote_opt(&o->open, "mount", key, shown, val);
+}
+
 static int parse_one(struct mount_opts *o, char *key)
 {
 	char *val = strchr(key, '=');
@@ -136,7 +145,7 @@ static int parse_one(struct mount_opts *o, char *key)
 	} else if (!strcmp(key, "segment")) {
 		if (size_opt(key, val, &v))
 			return -1;
-		if (cli_check_segment("-o segment", v))
+		if (cli_check_segment("mount", "-o segment", v))
 			return -1;
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(key, "max_io")) {
@@ -228,7 +237,7 @@ static int parse_one(struct mount_opts *o, char *key)
 		}
 	} else if (!strcmp(key, "fault_persistent") && !val) {
 		o->fault.persistent = 1;
-	} else if ((rc = cli_remote_opt(&o->open, "mount", key, val)) != 0) {
+	} else if ((rc = remote_opt(o, key, val)) != 0) {
 		return rc < 0 ? -1 : 0;
 	} else if (!generic_opt(key)) {
 		char near[80], kv[80];
