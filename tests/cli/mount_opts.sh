@@ -55,6 +55,9 @@ expect 2 "did you mean '--delay'" "$CAIRN" cat --delya 1ms "$work/img" /f
 expect 2 "did you mean '--long'" "$CAIRN" ls --lnog "$work/img"
 expect 2 "did you mean '--exclude'" "$CAIRN" mkfs --exlude x "$work/src" "$work/img2"
 expect 2 "unknown option 'fooo'\$" "$CAIRN" mount -o fooo "$work/img" "$work/none"
+# A word of the help's prose is no option to suggest ("fail device reads, for tests").
+expect 2 "unknown option 'foo'\$" "$CAIRN" mount -o foo "$work/img" "$work/none"
+expect 2 "did you mean 'direct'" "$CAIRN" mount -o dirct "$work/img" "$work/none"
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

@@ -535,7 +535,10 @@ static unsigned edit_distance(const char *a, size_t n, const char *b, size_t m)
 }
 
 /* Is the token at t one the help text names as an option: at the start of a line
- * or after ", " or "; ", and a long option or followed by '=', ' ', ',' or ':'? */
+ * or after ", " or "; ", and a long option or followed by '=', ' ', ',' or ':'?
+ * After ", " a word followed by a space is prose ("fail device reads, for
+ * tests" made `-o foo` a typo of "for"): options in a comma list end at '=',
+ * ',', ':' or the line's end. */
 static int option_token(const char *help, const char *t, size_t n)
 {
 	const char *b = t;
@@ -545,8 +548,11 @@ static int option_token(const char *help, const char *t, size_t n)
 		b--;
 	if (!(b == help || b[-1] == '\n' || (b[-1] == ',' || b[-1] == ';')))
 		return 0;
-	return t[0] == '-' || after == '=' || after == ' ' || after == ',' || after == ':' ||
-	       after == '\n';
+	if (t[0] == '-')
+		return 1;
+	if (after == ' ')
+		return b == help || b[-1] != ',';
+	return after == '=' || after == ',' || after == ':' || after == '\n';
 }
 
 void cli_suggest(const char *help, const char *word, char *out, size_t len)
