@@ -36,6 +36,19 @@ expect 2 "power of two from 512 to 64M" "$CAIRN" info --segment 128M "$work/img"
 "$CAIRN" mount --help | grep -q "segment=SIZE.*512 to 64M" || fail "mount --help lacks the segment limits"
 "$CAIRN" info --help | grep -q -- "--segment SIZE.*512 to 64M" || fail "info --help lacks the segment limits"
 
+# threads and max_io have bounds: 0 was taken as the default, threads=99999
+# asked libfuse for that many workers, a max_io typo of 100G for that much buffer.
+for v in 0 257 4294967297; do
+  expect 2 "-o threads must be from 1 to 256, got $v" "$CAIRN" mount -o threads=$v "$work/img" "$work/none"
+done
+for v in 0 256 100G; do
+  expect 2 "-o max_io must be from 512 to 256M" "$CAIRN" mount -o max_io=$v "$work/img" "$work/none"
+done
+expect 2 "cairn cat: --max-io must be from 512 to 256M, got 107374182400" \
+  "$CAIRN" cat --max-io 100G "$work/img" /f
+"$CAIRN" cat --max-io 512 "$work/img" /f > /dev/null || fail "--max-io 512 refused"
+"$CAIRN" mount --help | grep -q "threads=N.*1\.\.256" || fail "mount --help lacks the threads bounds"
+
 "$CAIRN" mount --help > "$work/help" || fail "mount --help exited $?"
 dups=$(grep -oE '^  [a-z_0-9]+=?' "$work/help" | sort | uniq -d)
 [ -z "$dups" ] || fail "mount --help describes these options twice: $dups"

@@ -96,6 +96,12 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* 0 when v is a segment size the cache takes; else says so as "cairn <cmd>:",
  * naming `what`. */
 int cli_check_segment(const char *cmd, const char *what, uint64_t v);
+/* The largest device request a user may ask for: at least one smallest segment,
+ * at most what a bounce buffer may sensibly take (a typo of 100G would ask
+ * the cache for that much). 0 when v is in range; else says so. */
+#define CLI_MAX_IO_MIN 512u
+#define CLI_MAX_IO_MAX (256u << 20)
+int cli_check_max_io(const char *cmd, const char *what, uint64_t v);
 /* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */
 int cli_parse_duration_ns(const char *s, uint64_t *out);
 /* For an unknown option: ": did you mean 'OPTION'?" into out, OPTION the one of a

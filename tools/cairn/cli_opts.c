@@ -14,7 +14,7 @@ const char cli_image_opts_help[] =
 	"  --chunk-cache SIZE compressed images: decompressed-chunk cache budget\n"
 	"                     (default 32M)\n"
 	"  --segment SIZE     cache segment size, a power of two from 512 to 64M (default 128K)\n"
-	"  --max-io SIZE      largest device request (default 1M)\n"
+	"  --max-io SIZE      largest device request, 512 to 256M (default 1M)\n"
 	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
 	"  --offset BYTES     the image starts at this byte of the file\n"
 	"  --direct           read the image file with O_DIRECT\n"
@@ -52,6 +52,14 @@ int cli_check_segment(const char *cmd, const char *what, uint64_t v)
 	if (v >= CAIRN_CACHE_SEGMENT_MIN && v <= CAIRN_CACHE_SEGMENT_MAX && !(v & (v - 1)))
 		return 0;
 	cli_err(cmd, "%s must be a power of two from 512 to 64M, got %" PRIu64, what, v);
+	return -1;
+}
+
+int cli_check_max_io(const char *cmd, const char *what, uint64_t v)
+{
+	if (v >= CLI_MAX_IO_MIN && v <= CLI_MAX_IO_MAX)
+		return 0;
+	cli_err(cmd, "%s must be from 512 to 256M, got %" PRIu64, what, v);
 	return -1;
 }
 
@@ -293,7 +301,7 @@ int cli_image_opt_parse(struct cli_image_opts *o, const char *cmd, int argc, cha
 			return -1;
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(opt, "--max-io")) {
-		if (size_arg(cmd, opt, val, &v))
+		if (size_arg(cmd, opt, val, &v) || cli_check_max_io(cmd, opt, v))
 			return -1;
 		o->open.cache.max_io = (size_t)v;
 	} else if (!strcmp(opt, "--l2-cache")) {
