@@ -51,6 +51,10 @@ void cli_image_opts_init(struct cli_image_opts *o);
 int cli_image_opt_parse(struct cli_image_opts *o, const char *cmd, int argc, char **argv,
 			int *i);
 extern const char cli_image_opts_help[];
+/* why past a leading "path: ": a remote layer names the URL that failed (one
+ * of several with mirrors), which for the image's own URL repeats what the
+ * message already starts with. */
+const char *cli_why_tail(const char *path, const char *why);
 /* Open the image's stack or print "cairn <cmd>: <path>: <reason>" and return
  * NULL. The caller closes it with cairn_stack_close(). */
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,

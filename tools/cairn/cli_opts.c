@@ -381,6 +381,13 @@ int cli_fetch_beside(const char *url, const struct cli_open_cfg *c, const char *
 	return cairn_stack_fetch_beside(url, &so, suffix, max, why, why_len, text, len, requests);
 }
 
+const char *cli_why_tail(const char *path, const char *why)
+{
+	size_t n = strlen(path);
+
+	return !strncmp(why, path, n) && !strncmp(why + n, ": ", 2) ? why + n + 2 : why;
+}
+
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o)
 {
@@ -399,7 +406,7 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 					      * adds nothing to it */
 			cli_err(cmd, "%s", why);
 		else if (why[0])
-			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), why);
+			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), cli_why_tail(path, why));
 		else
 			cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
 		return NULL;

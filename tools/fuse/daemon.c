@@ -750,7 +750,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 		if (rc) {
 			/* With the reason, as `cairn info` gives it. */
 			fprintf(stderr, "cairn mount: %s: %s%s%s\n", o->image, cairn_strerror(rc),
-				why[0] ? ": " : "", why);
+				why[0] ? ": " : "", cli_why_tail(o->image, why));
 			return -1;
 		}
 		if (verify_meta(cf->img, o))
