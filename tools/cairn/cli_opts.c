@@ -402,9 +402,12 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 	rc = cli_stack_open(path, &o->open, why, sizeof(why), &stack);
 
 	if (rc < 0) {
-		if (why[0] && rc == -EINVAL) /* the reason names the path; "Invalid argument"
-					      * adds nothing to it */
+		if (why[0] && rc == -EINVAL && strstr(why, path)) /* the reason names the path;
+								   * "Invalid argument" adds
+								   * nothing to it */
 			cli_err(cmd, "%s", why);
+		else if (why[0] && rc == -EINVAL) /* e.g. a qcow2 backing file's */
+			cli_err(cmd, "%s: %s", path, why);
 		else if (why[0])
 			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), cli_why_tail(path, why));
 		else
