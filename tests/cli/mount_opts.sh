@@ -56,6 +56,12 @@ docs=$(dirname "$0")/../../docs/MOUNT.md
 for opt in $(grep -oE '^\| `[a-z_0-9]+' "$docs" | sed 's/^| `//' | sort -u); do
   grep -qE "(^  |[ ,;(])$opt([=,: ]|\$)" "$work/help" || fail "mount --help lacks $opt (docs/MOUNT.md has it)"
 done
+# ... and the other way round: every option mount --help names (at a line's
+# start, or "key=" in a list) has a row or a mention in docs/MOUNT.md (l2_cache had none).
+for opt in $( { grep -oE '^  [a-z][a-z_0-9]+' "$work/help"; grep -oE '[,;] [a-z][a-z_0-9]+=' "$work/help"; } |
+             sed -E 's/^(  |[,;] )//; s/=$//' | sort -u); do
+  grep -qE "\`$opt[=\`|]" "$docs" || fail "docs/MOUNT.md lacks $opt (mount --help has it)"
+done
 # A typo in an option names the option meant; a known option missing its value,
 # or given one it takes none, says so (all were only "unknown option").
 expect 2 "did you mean 'cache_size'" "$CAIRN" mount -o tmp=/tmp,cache_sze=1M "$work/img" "$work/none"
