@@ -60,7 +60,8 @@ echo "ok: a file of another format is not a cairn image, with what was expected 
 # A missing argument is one line that says what is missing and where the help is,
 # exit 2, for every command (mount and bench read printed all of --help instead).
 for args in "info" "ls" "cat $work/img" "stat $work/img" "extract $work/img" "fsck" "digest" \
-            "mkfs $work/src" "mount $work/img" "mount" "mount --empty" "bench read"; do
+            "mkfs $work/src" "mkfs --manifest $work/m" "mount $work/img" "mount" "mount --empty" \
+            "bench read"; do
   # shellcheck disable=SC2086
   "$CAIRN" $args >/dev/null 2>"$work/err"; rc=$?
   [ $rc -eq 2 ] || fail "cairn $args: exit $rc, not 2"
@@ -68,6 +69,14 @@ for args in "info" "ls" "cat $work/img" "stat $work/img" "extract $work/img" "fs
   grep -qE "needs|expected" "$work/err" && grep -q -- "--help" "$work/err" ||
     fail "cairn $args: '$(cat "$work/err")' names neither what is missing nor --help"
 done
+# ... in the same words everywhere: "needs X (see cairn CMD --help)"; mkfs said
+# "expected: SRC_DIR IMAGE (try --help)", and nothing of --help with --manifest.
+"$CAIRN" mkfs --manifest "$work/m" 2>&1 | grep -qx "cairn mkfs: needs --manifest FILE and IMAGE (see cairn mkfs --help)" ||
+  fail "mkfs --manifest without IMAGE: $("$CAIRN" mkfs --manifest "$work/m" 2>&1)"
+"$CAIRN" mkfs "$work/src" 2>&1 | grep -qx "cairn mkfs: needs SRC_DIR and IMAGE (see cairn mkfs --help)" ||
+  fail "mkfs without IMAGE: $("$CAIRN" mkfs "$work/src" 2>&1)"
+"$CAIRN" mkfs "$work/src" "$work/i1" "$work/i2" 2>&1 | grep -qx "cairn mkfs: too many arguments (see cairn mkfs --help)" ||
+  fail "mkfs with three arguments: $("$CAIRN" mkfs "$work/src" "$work/i1" "$work/i2" 2>&1)"
 echo "ok: a missing argument is one line naming it"
 
 # A bad option value is named by the command it was given to and the option as

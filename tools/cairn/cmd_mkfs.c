@@ -337,21 +337,21 @@ int cmd_mkfs(int argc, char **argv)
 			char near[80];
 
 			cli_suggest(mkfs_help, a, near, sizeof(near));
-			cli_err("mkfs", "unknown option '%s'%s (try --help)", a, near);
+			cli_err("mkfs", "unknown option '%s'%s (see cairn mkfs --help)", a, near);
 			goto out;
 		} else if (npos < 2) {
 			pos[npos++] = a;
 			continue;
 		} else {
-			cli_err("mkfs", "too many arguments (try --help)");
+			cli_err("mkfs", "too many arguments (see cairn mkfs --help)");
 			goto out;
 		}
 		if (takes)
 			i++;
 	}
 	if (npos != (manifest ? 1u : 2u)) {
-		cli_err("mkfs", manifest ? "expected: --manifest FILE IMAGE"
-					 : "expected: SRC_DIR IMAGE (try --help)");
+		cli_err("mkfs", "needs %s (see cairn mkfs --help)",
+			manifest ? "--manifest FILE and IMAGE" : "SRC_DIR and IMAGE");
 		goto out;
 	}
 	if (o.set_hot_codec && (o.codec == CAIRN_MKFS_NONE || !o.order_file)) {
