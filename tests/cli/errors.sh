@@ -106,6 +106,17 @@ expect_usage "cairn mount: -o timeout needs a time of at least 1ms (e.g. 10s), g
   mount -o timeout=0 "$work/img" "$work/src/d"
 echo "ok: a bad option value names the command and the option"
 
+# An unknown command is answered with the one meant, as an unknown option is.
+for pair in "mkfd mkfs" "extact extract" "--verison --version"; do
+  set -- $pair
+  "$CAIRN" "$1" >/dev/null 2>"$work/err"; rc=$?
+  [ $rc -eq 2 ] || fail "cairn $1: exit $rc, not 2"
+  [ "$(head -1 "$work/err")" = "cairn: unknown command '$1': did you mean '$2'?" ] ||
+    fail "cairn $1: $(head -1 "$work/err")"
+done
+"$CAIRN" --help | grep -q -- "--version" || fail "cairn --help does not name --version"
+echo "ok: an unknown command names the one meant"
+
 # Damage the first metadata block: every inode in it fails with the same reason.
 # (It starts after block 0 and the digest table: meta_off, from info.)
 meta_off=$("$CAIRN" info --json "$work/img" | sed -n 's/.*"meta_off": \([0-9]*\).*/\1/p')

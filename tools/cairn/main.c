@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
@@ -28,7 +29,26 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cairn <command> [options] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'cairn <command> --help' describes each command.\n");
+	fprintf(f, "\n'cairn <command> --help' describes each command; 'cairn --version'\n"
+		   "prints the version.\n");
+}
+
+/* The nearest command (or --version) is the hint, as for an unknown option. */
+static void unknown_command(const char *word)
+{
+	char *text = NULL, near[80] = "";
+	size_t n = 0;
+	FILE *m = open_memstream(&text, &n);
+
+	if (m) {
+		usage(m);
+		fputs("  --version\n", m);
+		if (fclose(m) == 0)
+			cli_suggest(text, word, near, sizeof(near));
+	}
+	free(text);
+	fprintf(stderr, "cairn: unknown command '%s'%s\n", word, near);
+	usage(stderr);
 }
 
 static int run(int argc, char **argv)
@@ -48,8 +68,7 @@ static int run(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "cairn: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	unknown_command(argv[1]);
 	return CLI_EXIT_USAGE;
 }
 
