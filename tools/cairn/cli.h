@@ -55,6 +55,9 @@ extern const char cli_image_opts_help[];
  * of several with mirrors), which for the image's own URL repeats what the
  * message already starts with. */
 const char *cli_why_tail(const char *path, const char *why);
+/* "cairn <cmd>: <path>: <reason>" for a failed open of path (rc, why from
+ * cli_stack_open or a later check; why may be ""), the one wording of it. */
+void cli_open_err(const char *cmd, const char *path, int rc, const char *why);
 /* Open the image's stack or print "cairn <cmd>: <path>: <reason>" and return
  * NULL. The caller closes it with cairn_stack_close(). */
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,

@@ -388,6 +388,20 @@ const char *cli_why_tail(const char *path, const char *why)
 	return !strncmp(why, path, n) && !strncmp(why + n, ": ", 2) ? why + n + 2 : why;
 }
 
+void cli_open_err(const char *cmd, const char *path, int rc, const char *why)
+{
+	if (why[0] && rc == -EINVAL && strstr(why, path)) /* the reason names the path;
+							   * "Invalid argument" adds
+							   * nothing to it */
+		cli_err(cmd, "%s", why);
+	else if (why[0] && rc == -EINVAL) /* e.g. a qcow2 backing file's */
+		cli_err(cmd, "%s: %s", path, why);
+	else if (why[0])
+		cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), cli_why_tail(path, why));
+	else
+		cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
+}
+
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o)
 {
@@ -400,18 +414,8 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 		return NULL;
 	}
 	rc = cli_stack_open(path, &o->open, why, sizeof(why), &stack);
-
 	if (rc < 0) {
-		if (why[0] && rc == -EINVAL && strstr(why, path)) /* the reason names the path;
-								   * "Invalid argument" adds
-								   * nothing to it */
-			cli_err(cmd, "%s", why);
-		else if (why[0] && rc == -EINVAL) /* e.g. a qcow2 backing file's */
-			cli_err(cmd, "%s: %s", path, why);
-		else if (why[0])
-			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), cli_why_tail(path, why));
-		else
-			cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
+		cli_open_err(cmd, path, rc, why);
 		return NULL;
 	}
 	return stack;

@@ -749,8 +749,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 			snprintf(why, sizeof(why), "%s", cairn_image_corruption(cf->img));
 		if (rc) {
 			/* With the reason, as `cairn info` gives it. */
-			fprintf(stderr, "cairn mount: %s: %s%s%s\n", o->image, cairn_strerror(rc),
-				why[0] ? ": " : "", cli_why_tail(o->image, why));
+			cli_open_err("mount", o->image, rc, why);
 			return -1;
 		}
 		if (verify_meta(cf->img, o))

@@ -319,7 +319,7 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 		} else if (*npos < 2) {
 			pos[(*npos)++] = a;
 		} else {
-			cli_err("mount", "too many arguments");
+			cli_err("mount", "too many arguments (see cairn mount --help)");
 			return CLI_EXIT_USAGE;
 		}
 	}
