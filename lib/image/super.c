@@ -303,7 +303,9 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
-		rc = BAD("too short for a superblock (%llu bytes)", (unsigned long long)dev_size);
+		rc = dev_size ? BAD("too short for a superblock (%llu bytes)",
+				    (unsigned long long)dev_size)
+			      : util_not_cairn(NULL, 0, why, why_len);
 		goto fail;
 	}
 	n = cairn_image_dev_read(img, &img->raw, sizeof(img->raw), CAIRN_SUPER_OFF, NULL);

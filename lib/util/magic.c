@@ -42,6 +42,10 @@ int util_not_cairn(const uint8_t *head, size_t n, char *why, size_t why_len)
 
 	if (!why || !why_len)
 		return -CAIRN_ENOTIMAGE;
+	if (!n) {
+		snprintf(why, why_len, "the file is empty (0 bytes)");
+		return -CAIRN_ENOTIMAGE;
+	}
 	for (size_t i = 0, o = 0; i < 8 && i < n; i++)
 		o += (size_t)snprintf(found + o, sizeof(found) - o, "%s%02x", i ? " " : "", head[i]);
 	snprintf(why, why_len, "expected the magic 43 41 49 52 4e 00 00 00 (\"CAIRN\") at byte 0,"

@@ -55,6 +55,11 @@ expect_msg "cairn cat: $work/zeros: $magic 00 00 00 00 00 00 00 00: all zero byt
 [ $rc -eq 4 ] && grep -qF "cairn fsck: $work/squash: $magic 68 73" "$work/err" ||
   fail "fsck of a squashfs file: exit $rc: $(cat "$work/err")"
 grep -q "corrupt" "$work/err" && fail "fsck calls a squashfs file corrupt: $(cat "$work/err")"
+: > "$work/empty"
+expect_msg "cairn info: $work/empty: not a cairn image: the file is empty (0 bytes)" info "$work/empty"
+expect_msg "cairn ls: $work/empty: not a cairn image: the file is empty (0 bytes)" ls --verify none "$work/empty"
+head -c 1000 "$work/img" > "$work/short"
+expect_msg "cairn info: $work/short: corrupt image: too short for a superblock (1000 bytes)" info "$work/short"
 echo "ok: a file of another format is not a cairn image, with what was expected and found"
 
 # A missing argument is one line that says what is missing and where the help is,
