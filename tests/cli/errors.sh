@@ -18,7 +18,8 @@ mkdir "$work/src/d"
 
 [ -w /dev/full ] || { echo "no /dev/full"; exit 77; }
 for args in "info $work/img" "info --json $work/img" "ls -l $work/img /" "stat $work/img /a" \
-            "fsck $work/img" "--help" "info --help" "ls --help" "mkfs --help" "--version"; do
+            "fsck $work/img" "--help" "info --help" "ls --help" "mkfs --help" "--version" \
+            "cat $work/img /a" "digest $work/img" "bench read $work/img"; do
   # shellcheck disable=SC2086
   "$CAIRN" $args >/dev/full 2>"$work/err"; rc=$?
   [ $rc -eq 1 ] || fail "cairn $args > /dev/full: exit $rc, not 1"
