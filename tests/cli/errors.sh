@@ -83,6 +83,10 @@ done
   fail "mkfs without IMAGE: $("$CAIRN" mkfs "$work/src" 2>&1)"
 "$CAIRN" mkfs "$work/src" "$work/i1" "$work/i2" 2>&1 | grep -qx "cairn mkfs: too many arguments (see cairn mkfs --help)" ||
   fail "mkfs with three arguments: $("$CAIRN" mkfs "$work/src" "$work/i1" "$work/i2" 2>&1)"
+"$CAIRN" mkfs "$work/src/a" "$work/i1" 2>"$work/err" && fail "mkfs of a file as SRC_DIR"
+grep -qx "cairn mkfs: $work/src/a: Not a directory (SRC_DIR is a directory; files from elsewhere go in a --manifest, docs/MANIFEST.md)" "$work/err" ||
+  fail "mkfs of a file as SRC_DIR: $(cat "$work/err")"
+[ -e "$work/i1" ] && fail "mkfs of a file as SRC_DIR left $work/i1"
 echo "ok: a missing argument is one line naming it"
 
 # A bad option value is named by the command it was given to and the option as

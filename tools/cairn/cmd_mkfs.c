@@ -186,7 +186,8 @@ static int add_sources(struct cairn_mkfs *m, const char *manifest, const char *s
 			return -1;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			cli_err("mkfs", "%s: not a directory", src);
+			cli_err("mkfs", "%s: Not a directory (SRC_DIR is a directory; files from "
+				"elsewhere go in a --manifest, docs/MANIFEST.md)", src);
 			return -1;
 		}
 		r = cairn_mkfs_add_tree(m, "/", src);
