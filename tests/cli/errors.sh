@@ -87,6 +87,20 @@ done
 grep -qx "cairn mkfs: $work/src/a: Not a directory (SRC_DIR is a directory; files from elsewhere go in a --manifest, docs/MANIFEST.md)" "$work/err" ||
   fail "mkfs of a file as SRC_DIR: $(cat "$work/err")"
 [ -e "$work/i1" ] && fail "mkfs of a file as SRC_DIR left $work/i1"
+# An empty argument is refused as such, exit 2 (info said ": No such file or
+# directory", ls and stat took it for the root).
+for args in "info @" "ls $work/img @" "stat $work/img @" "cat $work/img /a @" "mkfs @ $work/i1" \
+            "extract $work/img @" "mount $work/img @"; do
+  # shellcheck disable=SC2086
+  set -- $args
+  cmd=$1
+  for a; do shift; [ "$a" = @ ] && a=""; set -- "$@" "$a"; done
+  "$CAIRN" "$@" >"$work/out" 2>"$work/err"; rc=$?
+  [ $rc -eq 2 ] || fail "cairn $args (@ empty): exit $rc, not 2"
+  [ "$(cat "$work/err")" = "cairn $cmd: an empty argument names no file (see cairn $cmd --help)" ] ||
+    fail "cairn $args (@ empty): $(cat "$work/err")"
+  [ -s "$work/out" ] && fail "cairn $args (@ empty) printed $(cat "$work/out")"
+done
 echo "ok: a missing argument is one line naming it"
 
 # A bad option value is named by the command it was given to and the option as

@@ -116,6 +116,10 @@ int cli_parse_duration_ns(const char *s, uint64_t *out);
  * anything from '=' on ignored); else out is "". The help text is the list of
  * options, so a new option needs no second list. */
 void cli_suggest(const char *help, const char *word, char *out, size_t len);
+/* 1 after saying so when the positional argument a is "" (an image, a mount
+ * point, a path in an image: "cairn info ''" said ": No such file or
+ * directory", "cairn ls IMG ''" listed the root); else 0. */
+int cli_empty_arg(const char *cmd, const char *a);
 /* Print "cairn <cmd>: <fmt...>\n" to stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -36,6 +36,14 @@ const char cli_image_opts_help[] =
 	"  --cache-chunk SIZE chunk files of a new disk cache (4K..16M, default 128K)\n"
 	"  --s3-endpoint URL, --s3-region R, --s3-profile P   for s3:// (else AWS_* env)\n";
 
+int cli_empty_arg(const char *cmd, const char *a)
+{
+	if (a[0])
+		return 0;
+	cli_err(cmd, "an empty argument names no file (see cairn %s --help)", cmd);
+	return 1;
+}
+
 void cli_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -74,6 +74,8 @@ int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts 
 			}
 			continue;
 		}
+		if (cli_empty_arg(cmd, argv[i]))
+			return -1;
 		if (*n_pos >= max_pos) {
 			cli_err(cmd, "too many arguments (see cairn %s --help)", cmd);
 			return -1;

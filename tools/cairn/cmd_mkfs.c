@@ -340,6 +340,8 @@ int cmd_mkfs(int argc, char **argv)
 			cli_suggest(mkfs_help, a, near, sizeof(near));
 			cli_err("mkfs", "unknown option '%s'%s (see cairn mkfs --help)", a, near);
 			goto out;
+		} else if (cli_empty_arg("mkfs", a)) {
+			goto out;
 		} else if (npos < 2) {
 			pos[npos++] = a;
 			continue;

@@ -316,6 +316,8 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("mount", "unknown flag '%s' (see cairn mount --help)", a);
 			return CLI_EXIT_USAGE;
+		} else if (cli_empty_arg("mount", a)) {
+			return CLI_EXIT_USAGE;
 		} else if (*npos < 2) {
 			pos[(*npos)++] = a;
 		} else {
