@@ -61,6 +61,9 @@ expect_msg "cairn info: $work/empty: not a cairn image: the file is empty (0 byt
 expect_msg "cairn ls: $work/empty: not a cairn image: the file is empty (0 bytes)" ls --verify none "$work/empty"
 head -c 1000 "$work/img" > "$work/short"
 expect_msg "cairn info: $work/short: corrupt image: too short for a superblock (1000 bytes)" info "$work/short"
+size=$(stat -c %s "$work/img")
+expect_msg "cairn info: $work/img: the image offset 10737418240 is past the end of the file ($size bytes)" \
+  info --offset 10G "$work/img"
 echo "ok: a file of another format is not a cairn image, with what was expected and found"
 
 # A missing argument is one line that says what is missing and where the help is,
