@@ -142,6 +142,14 @@ for pair in "mkfd mkfs" "extact extract" "--verison --version"; do
     fail "cairn $1: $(head -1 "$work/err")"
 done
 "$CAIRN" --help | grep -q -- "--version" || fail "cairn --help does not name --version"
+# bench's subcommands answer an unknown option as the other commands do: one
+# line with the option meant (rw printed all of its --help; read gave no hint).
+"$CAIRN" bench rw --sise 1M 2>"$work/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$work/err")" = "cairn bench: unknown option '--sise': did you mean '--size'? (see cairn bench rw --help)" ] ||
+  fail "bench rw --sise: exit $rc: $(cat "$work/err")"
+"$CAIRN" bench read --no-wram "$work/img" 2>"$work/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$work/err")" = "cairn bench: unknown option '--no-wram': did you mean '--no-warm'? (see cairn bench read --help)" ] ||
+  fail "bench read --no-wram: exit $rc: $(cat "$work/err")"
 echo "ok: an unknown command names the one meant"
 
 # Damage the first metadata block: every inode in it fails with the same reason.

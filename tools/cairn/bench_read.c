@@ -377,7 +377,7 @@ static int parse(int argc, char **argv, struct bench *b)
 				b->hit_threads = (unsigned)v;
 			i++;
 		} else if (a[0] == '-' && a[1]) {
-			cli_err("bench", "read: unknown option '%s'", a);
+			cli_unknown_option("bench", "bench read", a, usage);
 			return -1;
 		} else if (!b->image) {
 			b->image = a;

@@ -116,6 +116,13 @@ int cli_parse_duration_ns(const char *s, uint64_t *out);
  * anything from '=' on ignored); else out is "". The help text is the list of
  * options, so a new option needs no second list. */
 void cli_suggest(const char *help, const char *word, char *out, size_t len);
+/* The same with the text usage() prints as the help. */
+void cli_suggest_usage(void (*usage)(FILE *f), const char *word, char *out, size_t len);
+/* "cairn <cmd>: unknown option 'a'[: did you mean ...?] (see cairn <help_cmd>
+ * --help)", the hint from usage()'s text; help_cmd is "bench rw" for a
+ * subcommand. */
+void cli_unknown_option(const char *cmd, const char *help_cmd, const char *a,
+			void (*usage)(FILE *f));
 /* 1 after saying so when the positional argument a is "" (an image, a mount
  * point, a path in an image: "cairn info ''" said ": No such file or
  * directory", "cairn ls IMG ''" listed the root); else 0. */

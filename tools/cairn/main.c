@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 
@@ -29,24 +28,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cairn <command> [options] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'cairn <command> --help' describes each command; 'cairn --version'\n"
-		   "prints the version.\n");
+	fprintf(f, "  --version print the version\n"
+		   "\n'cairn <command> --help' describes each command.\n");
 }
 
 /* The nearest command (or --version) is the hint, as for an unknown option. */
 static void unknown_command(const char *word)
 {
-	char *text = NULL, near[80] = "";
-	size_t n = 0;
-	FILE *m = open_memstream(&text, &n);
+	char near[80];
 
-	if (m) {
-		usage(m);
-		fputs("  --version\n", m);
-		if (fclose(m) == 0)
-			cli_suggest(text, word, near, sizeof(near));
-	}
-	free(text);
+	cli_suggest_usage(usage, word, near, sizeof(near));
 	fprintf(stderr, "cairn: unknown command '%s'%s\n", word, near);
 	usage(stderr);
 }
