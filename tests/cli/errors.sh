@@ -166,4 +166,27 @@ grep -q ": :" "$work/out" && fail "fsck: empty field: $(cat "$work/out")"
 grep -q "^$work/bad: metadata: metadata block 0 (offset $meta_off): checksum mismatch\$" "$work/out" ||
   fail "fsck: message: $(cat "$work/out")"
 echo "ok: fsck: $(head -1 "$work/out")"
+# A full disk (a 64 KiB tmpfs, as root): mkfs leaves nothing, not even its
+# temporary; extract stops at the first file that does not fit, saying so once
+# (it went on and printed the same error for every later file), and leaves no
+# partial file.
+if [ "$(id -u)" -eq 0 ] && mkdir "$work/full" && mount -t tmpfs -o size=64k tmpfs "$work/full" 2>/dev/null; then
+  trap 'umount "$work/full" 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+  mkdir "$work/big"
+  for i in 1 2 3 4 5 6; do head -c 40000 /dev/urandom > "$work/big/f$i"; done
+  "$CAIRN" mkfs -q "$work/big" "$work/big.img" || fail "mkfs big"
+  "$CAIRN" mkfs -q "$work/big" "$work/full/x.img" 2>"$work/err" && fail "mkfs onto a full disk"
+  grep -q "No space left on device" "$work/err" || fail "mkfs onto a full disk: $(cat "$work/err")"
+  [ -z "$(ls -A "$work/full")" ] || fail "mkfs onto a full disk left $(ls -A "$work/full")"
+  "$CAIRN" extract "$work/big.img" "$work/full/out" 2>"$work/err"; rc=$?
+  [ $rc -eq 1 ] || fail "extract onto a full disk: exit $rc"
+  [ "$(wc -l < "$work/err")" -eq 1 ] && grep -q "No space left on device; extraction stopped\$" "$work/err" ||
+    fail "extract onto a full disk: $(cat "$work/err")"
+  for f in "$work/full/out"/*; do
+    [ -e "$f" ] || continue
+    cmp -s "$f" "$work/big/${f##*/}" || fail "extract onto a full disk left a partial $f"
+  done
+  umount "$work/full"
+  echo "ok: a full disk: mkfs leaves nothing, extract stops once, no partial file"
+fi
 echo "errors: all checks passed"
