@@ -19,6 +19,9 @@ extern "C" {
 /* Bytes that do not match the image's SHA-256 digests (include/cairn/verify.h):
  * tampered, torn or stale storage. Applications see EIO, like a corrupt image. */
 #define CAIRN_EDIGEST  EBADMSG /* 74 */
+/* Bytes that are not a cairn image at all (no magic at byte 0: another format,
+ * zeros, the wrong file), as opposed to a damaged one. */
+#define CAIRN_ENOTIMAGE ENOEXEC /* 8, "Exec format error": the wrong format */
 
 /* Text for a negative cairn error code; never NULL. */
 const char *cairn_strerror(int err);

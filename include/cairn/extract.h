@@ -28,7 +28,8 @@
  *
  * Errors: a problem with one entry is reported through opts->report as a
  * one-line message naming the path ("DIR/a/b: File exists"), and extraction
- * goes on with the next entry. Each call returns 0 when everything was
+ * goes on with the next entry, but for a full target (ENOSPC, EDQUOT:
+ * "DIR/a/b: No space left on device; extraction stopped"), which ends it. Each call returns 0 when everything was
  * extracted, else the negative errno of the first problem (-CAIRN_ECORRUPT for
  * a corrupt image).
  *

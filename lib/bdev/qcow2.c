@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cairn/error.h>
 #include "util/util_int.h"
 #include "qcow2_int.h"
@@ -336,6 +337,7 @@ static int open_backing_dev(struct qcow2_dev *q, const char *path, const char *f
 	char *canon, *dir;
 	struct qcow2_chain link;
 	struct qcow2_open_args sub = *args;
+	struct stat st;
 	int rc, is_q;
 
 	canon = realpath(path, NULL);
@@ -357,6 +359,12 @@ static int open_backing_dev(struct qcow2_dev *q, const char *path, const char *f
 		return -ELOOP;
 	}
 	rc = opener(cfg ? cfg->open_ctx : NULL, path, &file);
+	if (rc == -EINVAL && !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		/* the file layer refuses what it cannot read as a device */
+		qcow2_report(q, "qcow2: backing file %s is %s", path, cairn_mode_kind(st.st_mode));
+		free(canon);
+		return rc;
+	}
 	if (rc < 0) {
 		qcow2_report(q, "qcow2: cannot open backing file %s: %s", path,
 			     cairn_strerror(rc));

@@ -33,6 +33,7 @@ struct ex {
 	char *buf;         /* COPY_CHUNK bytes */
 	char *xval;
 	int first_err;     /* of the first problem reported */
+	int full;          /* the target is out of space: nothing more can be written */
 	struct cairn_extract_stats st;
 };
 
@@ -74,13 +75,19 @@ static void ex_image_fail(struct ex *x, const char *what, int err)
 		ex_report(x, err, "%s: %s: %s", x->image, what, cairn_strerror(err));
 }
 
-/* A failure on path (relative to the target). */
+/* A failure on path (relative to the target). A full target (ENOSPC, EDQUOT)
+ * stops the extraction: every entry after it would fail the same way (the JDK
+ * into a full disk printed 195 such lines). */
 static void ex_fail(struct ex *x, const char *path, int err)
 {
-	if (err == -CAIRN_ECORRUPT)
+	if (err == -CAIRN_ECORRUPT) {
 		ex_image_fail(x, path, err);
-	else
+	} else if (err == -ENOSPC || err == -EDQUOT) {
+		ex_report(x, err, "%s/%s: %s; extraction stopped", x->dir, path, cairn_strerror(err));
+		x->full = 1;
+	} else {
 		ex_report(x, err, "%s/%s: %s", x->dir, path, cairn_strerror(err));
+	}
 }
 
 static int valid_name(const char *n)
@@ -433,7 +440,7 @@ static void extract_dir(struct ex *x, cairn_ino_t dir, int dirfd, const char *re
 
 	if (n < 0)
 		ex_fail(x, rel[0] ? rel : ".", (int)n);
-	for (ssize_t i = 0; i < n; i++)
+	for (ssize_t i = 0; i < n && !x->full; i++)
 		extract_entry(x, dirfd, rel, de[i].name, de[i].ino, depth);
 	free(de);
 }

@@ -14,6 +14,7 @@
 #include <cairn/cache.h>
 #include <cairn/error.h>
 #include "format/format_int.h"
+#include "util/util_int.h"
 #include "zcache.h"
 #include "image_int.h"
 
@@ -183,7 +184,7 @@ static int super_check(struct cairn_image *img, uint64_t dev_size, char *why, si
 	int zmeta;
 
 	if (memcmp(s->magic, CAIRN_MAGIC_BYTES, 8))
-		return BAD("not a cairn image (bad magic)");
+		return util_not_cairn(s->magic, sizeof(*s), why, why_len);
 	if (cairn_le16(s->version_major) != CAIRN_FORMAT_VERSION_MAJOR)
 		return cairn_image_why(why, why_len, -EOPNOTSUPP, "unsupported format version %u.%u",
 				cairn_le16(s->version_major), cairn_le16(s->version_minor));
@@ -302,7 +303,9 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
-		rc = BAD("too short for a superblock (%llu bytes)", (unsigned long long)dev_size);
+		rc = dev_size ? BAD("too short for a superblock (%llu bytes)",
+				    (unsigned long long)dev_size)
+			      : util_not_cairn(NULL, 0, why, why_len);
 		goto fail;
 	}
 	n = cairn_image_dev_read(img, &img->raw, sizeof(img->raw), CAIRN_SUPER_OFF, NULL);

@@ -60,6 +60,19 @@ struct cairn_stack {
 };
 
 /* Wraps *dev with a constructor's result; on failure *dev still owns the stack. */
+/* An image offset past the end of what is below says so, with both numbers
+ * (the offset device's -EINVAL alone read "cannot set up the offset device"). */
+static int offset_in(struct cairn_bdev *dev, uint64_t off, char *why, size_t why_len)
+{
+	uint64_t size = cairn_bdev_size(dev);
+
+	if (off <= size)
+		return 0;
+	snprintf(why, why_len, "the image offset %llu is past the end of the file (%llu bytes)",
+		 (unsigned long long)off, (unsigned long long)size);
+	return -EINVAL;
+}
+
 #define WRAP(call, what)                                                         \
 	do {                                                                     \
 		struct cairn_bdev *up_ = NULL;                                   \
@@ -247,6 +260,8 @@ static int build_remote_stack(const char *url, const struct plan *o, char *why,
 	if (rc < 0)
 		return rc;
 	http = dev;
+	if (o->offset && (rc = offset_in(dev, o->offset, why, why_len)) < 0)
+		goto fail;
 	if (o->offset)
 		WRAP(cairn_bdev_offset_new(dev, o->offset, 0, &up_), "offset");
 	if (o->fault) {
@@ -295,6 +310,8 @@ static int build_stack(const char *path, const struct plan *o, char *why,
 	}
 	if (rc < 0)
 		return rc; /* otherwise the errno says it all (ENOENT, EACCES) */
+	if (o->offset && (rc = offset_in(dev, o->offset, why, why_len)) < 0)
+		goto fail;
 	if (o->offset)
 		WRAP(cairn_bdev_offset_new(dev, o->offset, 0, &up_), "offset");
 	if (o->fault) {

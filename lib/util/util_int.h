@@ -12,6 +12,12 @@
  * object of type (mode & S_IFMT) that is not what a call wanted. */
 const char *cairn_mode_kind(unsigned mode);
 
+/* Bytes that should start a cairn image but lack its magic: writes what was
+ * expected and found into why ("... found 68 73 71 73 ...: a squashfs image",
+ * naming a format it recognises among the first n bytes) and returns
+ * -CAIRN_ENOTIMAGE. n 0 (head may be NULL): an empty file. */
+int util_not_cairn(const uint8_t *head, size_t n, char *why, size_t why_len);
+
 /* "dir/name" with one '/' between them (none added when dir ends with one), or
  * name alone when dir is empty. name_len bytes of name. malloc'd; NULL on ENOMEM. */
 /* Functions that explain a refusal take an optional (why, why_len) buffer: with

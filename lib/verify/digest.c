@@ -98,7 +98,7 @@ int cairn_verity_decode(const uint8_t *block0, struct cairn_verity *v, char *why
 	memcpy(&s, block0, sizeof(s));
 	memcpy(&r, block0 + CAIRN_VERITY_SUPER_OFF, sizeof(r));
 	if (memcmp(s.magic, CAIRN_MAGIC_BYTES, 8))
-		return BAD("not a cairn image (bad magic)");
+		return util_not_cairn(block0, CAIRN_BLOCK_SIZE, why, why_len);
 	if (cairn_le16(s.version_major) != CAIRN_FORMAT_VERSION_MAJOR) {
 		snprintf(why, why_len, "unsupported format version %u", cairn_le16(s.version_major));
 		return -EOPNOTSUPP;

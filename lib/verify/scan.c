@@ -80,7 +80,7 @@ long cairn_verify_scan(struct cairn_bdev *dev, uint8_t root[CAIRN_DIGEST_LEN],
 		return rc;
 	cairn_sha256(block0, sizeof(block0), root);
 	rc = cairn_verity_decode(block0, &v, why, sizeof(why));
-	if (rc == -CAIRN_ECORRUPT) {
+	if (rc == -CAIRN_ECORRUPT || rc == -CAIRN_ENOTIMAGE) {
 		problem(&s, "%s", why);
 		return s.problems;
 	}

@@ -220,6 +220,8 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	uint8_t *buf;
 	int rc;
 
+	if (!dev_size)
+		return util_not_cairn(NULL, 0, why, why_len);
 	if (dev_size < CAIRN_BLOCK_SIZE)
 		return WHY(-CAIRN_ECORRUPT, "too short for a superblock (%llu bytes)",
 			   (unsigned long long)dev_size);

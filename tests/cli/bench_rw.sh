@@ -23,6 +23,7 @@ for bad in "--chunk 5000" "--bs 0" "--runs 0" "--size nope" "--bogus"; do
   # shellcheck disable=SC2086
   "$CAIRN" bench rw $bad >"$work/out" 2>&1; rc=$?
   [ "$rc" -eq 2 ] || fail "'bench rw $bad' exited $rc, want 2"
-  grep -q "cairn bench: rw:" "$work/out" || fail "'bench rw $bad' gave no clear message"
+  grep -qE "^cairn bench: (rw: |unknown option '--bogus' \(see cairn bench rw --help\))" "$work/out" ||
+    fail "'bench rw $bad' gave no clear message"
 done
 echo "bench rw ok"

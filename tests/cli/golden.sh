@@ -199,7 +199,7 @@ $ cairn ls /nonexistent/img
 cairn ls: /nonexistent/img: No such file or directory
 [exit 1]
 $ cairn info junk
-cairn info: junk: corrupt image: not a cairn image (bad magic)
+cairn info: junk: not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found 6a 6a 6a 6a 6a 6a 6a 6a
 [exit 1]
 $ cairn info short
 cairn info: short: corrupt image: too short for a superblock (6 bytes)
@@ -217,7 +217,7 @@ $ cairn ls --bogus img
 cairn ls: unknown option '--bogus' (see cairn ls --help)
 [exit 2]
 $ cairn info --cache-size abc img
-cairn: --cache-size needs a size (e.g. 64M), got 'abc'
+cairn info: --cache-size needs a size (e.g. 64M), got 'abc'
 [exit 2]
 $ cairn stat img /dir/nope/x
 cairn stat: img: /dir/nope/x: No such file or directory
@@ -232,7 +232,7 @@ $ cairn fsck
 cairn fsck: needs IMAGE (see cairn fsck --help)
 [exit 2]
 $ cairn fsck junk
-cairn fsck: junk: corrupt image: not a cairn image (bad magic)
+cairn fsck: junk: not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found 6a 6a 6a 6a 6a 6a 6a 6a
 [exit 4]
 $ cairn info img extra
 cairn info: too many arguments (see cairn info --help)

@@ -36,12 +36,31 @@ expect 2 "power of two from 512 to 64M" "$CAIRN" info --segment 128M "$work/img"
 "$CAIRN" mount --help | grep -q "segment=SIZE.*512 to 64M" || fail "mount --help lacks the segment limits"
 "$CAIRN" info --help | grep -q -- "--segment SIZE.*512 to 64M" || fail "info --help lacks the segment limits"
 
+# threads and max_io have bounds: 0 was taken as the default, threads=99999
+# asked libfuse for that many workers, a max_io typo of 100G for that much buffer.
+for v in 0 257 4294967297; do
+  expect 2 "-o threads must be from 1 to 256, got $v" "$CAIRN" mount -o threads=$v "$work/img" "$work/none"
+done
+for v in 0 256 100G; do
+  expect 2 "-o max_io must be from 512 to 256M" "$CAIRN" mount -o max_io=$v "$work/img" "$work/none"
+done
+expect 2 "cairn cat: --max-io must be from 512 to 256M, got 107374182400" \
+  "$CAIRN" cat --max-io 100G "$work/img" /f
+"$CAIRN" cat --max-io 512 "$work/img" /f > /dev/null || fail "--max-io 512 refused"
+"$CAIRN" mount --help | grep -q "threads=N.*1\.\.256" || fail "mount --help lacks the threads bounds"
+
 "$CAIRN" mount --help > "$work/help" || fail "mount --help exited $?"
 dups=$(grep -oE '^  [a-z_0-9]+=?' "$work/help" | sort | uniq -d)
 [ -z "$dups" ] || fail "mount --help describes these options twice: $dups"
 docs=$(dirname "$0")/../../docs/MOUNT.md
 for opt in $(grep -oE '^\| `[a-z_0-9]+' "$docs" | sed 's/^| `//' | sort -u); do
   grep -qE "(^  |[ ,;(])$opt([=,: ]|\$)" "$work/help" || fail "mount --help lacks $opt (docs/MOUNT.md has it)"
+done
+# ... and the other way round: every option mount --help names (at a line's
+# start, or "key=" in a list) has a row or a mention in docs/MOUNT.md (l2_cache had none).
+for opt in $( { grep -oE '^  [a-z][a-z_0-9]+' "$work/help"; grep -oE '[,;] [a-z][a-z_0-9]+=' "$work/help"; } |
+             sed -E 's/^(  |[,;] )//; s/=$//' | sort -u); do
+  grep -qE "\`$opt[=\`|]" "$docs" || fail "docs/MOUNT.md lacks $opt (mount --help has it)"
 done
 # A typo in an option names the option meant; a known option missing its value,
 # or given one it takes none, says so (all were only "unknown option").
@@ -55,6 +74,9 @@ expect 2 "did you mean '--delay'" "$CAIRN" cat --delya 1ms "$work/img" /f
 expect 2 "did you mean '--long'" "$CAIRN" ls --lnog "$work/img"
 expect 2 "did you mean '--exclude'" "$CAIRN" mkfs --exlude x "$work/src" "$work/img2"
 expect 2 "unknown option 'fooo'\$" "$CAIRN" mount -o fooo "$work/img" "$work/none"
+# A word of the help's prose is no option to suggest ("fail device reads, for tests").
+expect 2 "unknown option 'foo'\$" "$CAIRN" mount -o foo "$work/img" "$work/none"
+expect 2 "did you mean 'direct'" "$CAIRN" mount -o dirct "$work/img" "$work/none"
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

@@ -73,6 +73,12 @@ if "$CAIRN" info "$work/elsewhere/top.qcow2" 2>"$work/err" >/dev/null; then
 fi
 cat "$work/err"
 grep -q "backing" "$work/err" || fail "no message about the backing file"
+# A backing file that is a directory: named, with what it is, after the image's
+# path (it was "cairn info: qcow2: cannot open backing file DIR: Invalid argument").
+qemu-img create -q -f qcow2 -F raw -b "$src" -u "$work/dirback.qcow2" 1M || fail "qemu-img create"
+"$CAIRN" info "$work/dirback.qcow2" >/dev/null 2>"$work/err" && fail "a directory as backing file opened"
+[ "$(cat "$work/err")" = "cairn info: $work/dirback.qcow2: qcow2: backing file $src is a directory" ] ||
+  fail "directory backing file: $(cat "$work/err")"
 
 # Refusals: encryption (crypt_method = 1) and damage (cluster_bits = 40).
 cp "$work/img.qcow2" "$work/enc.qcow2"

@@ -78,6 +78,9 @@ bounded "$CAIRN" cat --offset 8192 "http://127.0.0.1:$web_PORT/padded.bin" /big.
 # Refusals name the reason.
 bounded "$CAIRN" info "http://127.0.0.1:$web_PORT/missing.cairn" 2>"$NET/err" && fail "404 opened"
 grep -q "HTTP 404" "$NET/err" || fail "404 not named: $(cat "$NET/err")"
+# ... once: the URL is not repeated after the reason.
+[ "$(cat "$NET/err")" = "cairn info: http://127.0.0.1:$web_PORT/missing.cairn: No such file or directory: HTTP 404" ] ||
+  fail "404 message: $(cat "$NET/err")"
 bounded "$CAIRN" info "http://127.0.0.1:$web_PORT/junk.bin" 2>"$NET/err" && fail "junk opened"
 bounded "$CAIRN" info --mirror /not/a/url "$URL" 2>"$NET/err" && fail "bad mirror accepted"
 grep -q "not an http" "$NET/err" || fail "bad mirror not named: $(cat "$NET/err")"

@@ -41,6 +41,11 @@ for cmd in "info" "ls" "cat /s" "stat /s" "extract $work/x1" "fsck" "bench read"
   case $c in fsck|digest) ;; *) [ -s "$work/o" ] && fail "$cmd printed before refusing" ;; esac
 done
 [ -e "$work/x1" ] && [ -n "$(ls -A "$work/x1")" ] && fail "extract wrote files for a wrong root"
+# digest of sound bytes under a wrong root: one finding, the root; no "mismatch"
+# of bytes that all match their own root.
+"$CAIRN" digest --digest "$wrong" "$work/img" > "$work/o" 2>&1
+[ "$(cat "$work/o")" = "$work/img: root digest is $root, expected $wrong" ] ||
+  fail "digest of sound bytes, wrong root: $(cat "$work/o")"
 "$CAIRN" cat --digest "$root" "$work/img" /d/big | cmp -s - "$work/src/d/big" ||
   fail "cat with the right digest"
 "$CAIRN" cat --verify none --digest "$root" "$work/img" /s >/dev/null 2>&1 &&

@@ -37,6 +37,13 @@ refused "stats= in a missing directory" "stats=$WORK/none/s.*$WORK/none" \
 refused "stats= a directory" "is a directory" -o "stats=$WORK" "$WORK/img.cairn" "$M"
 mountpoint -q "$M" && fail "a mount was left after a refused stats="
 
+# An IMAGE that is a directory, or a file of another format: the words of
+# `cairn info` (it said "Invalid argument: not a cairn image: DIR is a directory").
+refused "a directory as IMAGE" "^cairn mount: not a cairn image: $SRC is a directory\$" "$SRC" "$M"
+head -c 8192 /dev/zero > "$WORK/zeros"
+refused "zeros as IMAGE" "^cairn mount: $WORK/zeros: not a cairn image: expected the magic .* found 00 00 00 00 00 00 00 00: all zero bytes\$" \
+  "$WORK/zeros" "$M"
+
 cp "$WORK/img.cairn" "$WORK/bad.cairn"
 printf '\377' | dd of="$WORK/bad.cairn" bs=1 seek=40 conv=notrunc 2>/dev/null
 reason=$("$CAIRN" info "$WORK/bad.cairn" 2>&1 | sed -n 's/.*corrupt image: //p')

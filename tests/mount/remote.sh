@@ -166,4 +166,16 @@ umnt "$WORK/m7a"
 umnt "$WORK/m7b"
 used=$(find "$DC7" -type f ! -name '.*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 [ "$used" -le $((MAX + 2 * 1024 * 1024 + 8192)) ] || fail "shared cache at $used bytes, over $MAX"
+# 7. A server that never answers: the mount fails after timeout= with one line
+# naming the URL once (it also said why URL.profile was not used, the same
+# timeout again, and each named its URL twice).
+fault_start hang "$NET/www4/big.cairn" hang || fail "fault server (hang)"
+HURL=http://127.0.0.1:$hang_PORT/big.cairn
+M=$WORK/m7
+if mnt "$M" "$HURL" -o timeout=1s 2>"$WORK/err7"; then fail "mounted from a server that never answers"; fi
+[ "$(wc -l < "$WORK/err7")" -eq 1 ] || fail "hang: $(cat "$WORK/err7")"
+grep -qx "cairn mount: $HURL: Input/output error: Operation timed out after [0-9]* milliseconds with 0 bytes received" \
+  "$WORK/err7" || fail "hang: $(cat "$WORK/err7")"
+mountpoint -q "$M" && fail "hang: something is mounted"
+
 echo "remote mount: all passed"

@@ -344,7 +344,7 @@ static int parse(int argc, char **argv, struct bench *b)
 		return -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int rc = cli_image_opt_parse(&b->o, argc, argv, &i);
+		int rc = cli_image_opt_parse(&b->o, "bench", argc, argv, &i);
 
 		if (rc < 0)
 			return -1;
@@ -377,7 +377,7 @@ static int parse(int argc, char **argv, struct bench *b)
 				b->hit_threads = (unsigned)v;
 			i++;
 		} else if (a[0] == '-' && a[1]) {
-			cli_err("bench", "read: unknown option '%s'", a);
+			cli_unknown_option("bench", "bench read", a, usage);
 			return -1;
 		} else if (!b->image) {
 			b->image = a;

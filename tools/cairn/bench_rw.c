@@ -414,8 +414,7 @@ int bench_rw_main(int argc, char **argv)
 				o.files = n;
 			i++;
 		} else {
-			cli_err("bench", "rw: unknown option '%s'", a);
-			rw_usage(stderr);
+			cli_unknown_option("bench", "bench rw", a, rw_usage);
 			return CLI_EXIT_USAGE;
 		}
 	}

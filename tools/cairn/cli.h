@@ -47,9 +47,17 @@ struct cli_image_opts {
 };
 void cli_image_opts_init(struct cli_image_opts *o);
 /* If argv[*i] is one of the shared options, consume it (and its value) and return 1;
- * 0 if it is not one; -1 after printing an error for a bad value. */
-int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i);
+ * 0 if it is not one; -1 after printing "cairn <cmd>: ..." for a bad value. */
+int cli_image_opt_parse(struct cli_image_opts *o, const char *cmd, int argc, char **argv,
+			int *i);
 extern const char cli_image_opts_help[];
+/* why past a leading "path: ": a remote layer names the URL that failed (one
+ * of several with mirrors), which for the image's own URL repeats what the
+ * message already starts with. */
+const char *cli_why_tail(const char *path, const char *why);
+/* "cairn <cmd>: <path>: <reason>" for a failed open of path (rc, why from
+ * cli_stack_open or a later check; why may be ""), the one wording of it. */
+void cli_open_err(const char *cmd, const char *path, int rc, const char *why);
 /* Open the image's stack or print "cairn <cmd>: <path>: <reason>" and return
  * NULL. The caller closes it with cairn_stack_close(). */
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,
@@ -61,8 +69,11 @@ void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, co
 		 int err);
 /* A remote-image option (connections, timeout, retries, mirror, proxy, cacert,
  * insecure, http1, cache_dir, cache_max, cache_chunk, s3_*): 1 when taken, 0 when
- * key is not one, -1 after printing an error. val may be NULL for the flags. */
-int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *val);
+ * key is not one, -1 after printing "cairn <cmd>: <shown> needs ..." (shown: the
+ * option as the user wrote it, "-o timeout" or "--timeout"). val may be NULL for
+ * the flags. */
+int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *shown,
+		   const char *val);
 /* http and disk cache counters of the stack under dev, if it has them: one line
  * each, or "key value" lines when style is "kv" (the mount's stats file). */
 void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style);
@@ -89,8 +100,15 @@ void cli_print_name(FILE *f, const char *name, size_t len);
 
 /* "64M", "1m", "4096", "1.5G" -> bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);
-/* 0 when v is a segment size the cache takes; else says so, naming `what`. */
-int cli_check_segment(const char *what, uint64_t v);
+/* 0 when v is a segment size the cache takes; else says so as "cairn <cmd>:",
+ * naming `what`. */
+int cli_check_segment(const char *cmd, const char *what, uint64_t v);
+/* The largest device request a user may ask for: at least one smallest segment,
+ * at most what a bounce buffer may sensibly take (a typo of 100G would ask
+ * the cache for that much). 0 when v is in range; else says so. */
+#define CLI_MAX_IO_MIN 512u
+#define CLI_MAX_IO_MAX (256u << 20)
+int cli_check_max_io(const char *cmd, const char *what, uint64_t v);
 /* "1ms", "250us", "2s", "100ns"; a bare number is microseconds. */
 int cli_parse_duration_ns(const char *s, uint64_t *out);
 /* For an unknown option: ": did you mean 'OPTION'?" into out, OPTION the one of a
@@ -98,6 +116,17 @@ int cli_parse_duration_ns(const char *s, uint64_t *out);
  * anything from '=' on ignored); else out is "". The help text is the list of
  * options, so a new option needs no second list. */
 void cli_suggest(const char *help, const char *word, char *out, size_t len);
+/* The same with the text usage() prints as the help. */
+void cli_suggest_usage(void (*usage)(FILE *f), const char *word, char *out, size_t len);
+/* "cairn <cmd>: unknown option 'a'[: did you mean ...?] (see cairn <help_cmd>
+ * --help)", the hint from usage()'s text; help_cmd is "bench rw" for a
+ * subcommand. */
+void cli_unknown_option(const char *cmd, const char *help_cmd, const char *a,
+			void (*usage)(FILE *f));
+/* 1 after saying so when the positional argument a is "" (an image, a mount
+ * point, a path in an image: "cairn info ''" said ": No such file or
+ * directory", "cairn ls IMG ''" listed the root); else 0. */
+int cli_empty_arg(const char *cmd, const char *a);
 /* Print "cairn <cmd>: <fmt...>\n" to stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -14,7 +14,7 @@ const char cli_image_opts_help[] =
 	"  --chunk-cache SIZE compressed images: decompressed-chunk cache budget\n"
 	"                     (default 32M)\n"
 	"  --segment SIZE     cache segment size, a power of two from 512 to 64M (default 128K)\n"
-	"  --max-io SIZE      largest device request (default 1M)\n"
+	"  --max-io SIZE      largest device request, 512 to 256M (default 1M)\n"
 	"  --delay TIME       add TIME to every device request (e.g. 1ms, 250us)\n"
 	"  --offset BYTES     the image starts at this byte of the file\n"
 	"  --direct           read the image file with O_DIRECT\n"
@@ -36,6 +36,14 @@ const char cli_image_opts_help[] =
 	"  --cache-chunk SIZE chunk files of a new disk cache (4K..16M, default 128K)\n"
 	"  --s3-endpoint URL, --s3-region R, --s3-profile P   for s3:// (else AWS_* env)\n";
 
+int cli_empty_arg(const char *cmd, const char *a)
+{
+	if (a[0])
+		return 0;
+	cli_err(cmd, "an empty argument names no file (see cairn %s --help)", cmd);
+	return 1;
+}
+
 void cli_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -47,12 +55,19 @@ void cli_err(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-int cli_check_segment(const char *what, uint64_t v)
+int cli_check_segment(const char *cmd, const char *what, uint64_t v)
 {
 	if (v >= CAIRN_CACHE_SEGMENT_MIN && v <= CAIRN_CACHE_SEGMENT_MAX && !(v & (v - 1)))
 		return 0;
-	fprintf(stderr, "cairn: %s must be a power of two from 512 to 64M, got %" PRIu64 "\n",
-		what, v);
+	cli_err(cmd, "%s must be a power of two from 512 to 64M, got %" PRIu64, what, v);
+	return -1;
+}
+
+int cli_check_max_io(const char *cmd, const char *what, uint64_t v)
+{
+	if (v >= CLI_MAX_IO_MIN && v <= CLI_MAX_IO_MAX)
+		return 0;
+	cli_err(cmd, "%s must be from 512 to 256M, got %" PRIu64, what, v);
 	return -1;
 }
 
@@ -112,18 +127,18 @@ void cli_image_opts_init(struct cli_image_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-static int size_arg(const char *opt, const char *val, uint64_t *out)
+static int size_arg(const char *cmd, const char *opt, const char *val, uint64_t *out)
 {
 	if (!val || cli_parse_size(val, out)) {
-		fprintf(stderr, "cairn: %s needs a size (e.g. 64M), got '%s'\n", opt,
-			val ? val : "");
+		cli_err(cmd, "%s needs a size (e.g. 64M), got '%s'", opt, val ? val : "");
 		return -1;
 	}
 	return 0;
 }
 
 /* The hidden --fault-* options: a fault device fails chosen device requests. */
-static int fault_opt_parse(struct cli_image_opts *o, const char *opt, const char *val, int *i)
+static int fault_opt_parse(struct cli_image_opts *o, const char *cmd, const char *opt,
+			   const char *val, int *i)
 {
 	struct cairn_fault_config *f = &o->fault;
 	uint64_t *num = NULL;
@@ -148,7 +163,7 @@ static int fault_opt_parse(struct cli_image_opts *o, const char *opt, const char
 		v = val ? strtoull(val, &end, 10) : 0;
 		if (!val || errno || end == val || *end ||
 		    (!num && v > 1000)) {
-			fprintf(stderr, "cairn: %s needs a number%s, got '%s'\n", opt,
+			cli_err(cmd, "%s needs a number%s, got '%s'", opt,
 				num ? "" : " (per mille, 0..1000)", val ? val : "");
 			return -1;
 		}
@@ -163,9 +178,11 @@ static int fault_opt_parse(struct cli_image_opts *o, const char *opt, const char
 }
 
 /* A remote-image option: the same keys for `-o key=val` (mount) and
- * `--key val` (other commands, '-' for '_'). Returns 1 when taken, 0 when
- * key is not one, -1 after printing an error. */
-int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *val)
+ * `--key val` (other commands, '-' for '_'); errors name the option as shown
+ * ("-o timeout", "--timeout"). Returns 1 when taken, 0 when key is not one, -1
+ * after printing an error. */
+int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, const char *shown,
+		   const char *val)
 {
 	struct cli_remote_cfg *r = &o->remote;
 	uint64_t v;
@@ -181,14 +198,14 @@ int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, con
 	    strncmp(key, "s3_", 3))
 		return 0;
 	if (!val) {
-		cli_err(cmd, "%s needs a value", key);
+		cli_err(cmd, "%s needs a value", shown);
 		return -1;
 	}
 	if (!strcmp(key, "connections") || !strcmp(key, "retries")) {
 		errno = 0;
 		v = strtoull(val, &end, 10);
 		if (errno || end == val || *end || v > 64 || (key[0] == 'c' && v == 0)) {
-			cli_err(cmd, "%s needs a number (%s..64), got '%s'", key,
+			cli_err(cmd, "%s needs a number (%s..64), got '%s'", shown,
 				key[0] == 'c' ? "1" : "0", val);
 			return -1;
 		}
@@ -198,7 +215,8 @@ int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, con
 			r->http.retries = v ? (unsigned)v : CAIRN_HTTP_NO_RETRY;
 	} else if (!strcmp(key, "timeout")) {
 		if (cli_parse_duration_ns(val, &v) || v < 1000000) {
-			cli_err(cmd, "timeout needs a time of at least 1ms (e.g. 10s), got '%s'", val);
+			cli_err(cmd, "%s needs a time of at least 1ms (e.g. 10s), got '%s'", shown,
+				val);
 			return -1;
 		}
 		r->http.timeout_ns = v;
@@ -216,7 +234,7 @@ int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, con
 		r->cache_dir = val;
 	} else if (!strcmp(key, "cache_max") || !strcmp(key, "cache_chunk")) {
 		if (cli_parse_size(val, &v) || v == 0) {
-			cli_err(cmd, "%s needs a size (e.g. 1G), got '%s'", key, val);
+			cli_err(cmd, "%s needs a size (e.g. 1G), got '%s'", shown, val);
 			return -1;
 		}
 		if (key[6] == 'm')
@@ -236,7 +254,8 @@ int cli_remote_opt(struct cli_open_cfg *o, const char *cmd, const char *key, con
 }
 
 /* --connections N and the like: the remote options in long-option form. */
-static int remote_long_opt(struct cli_image_opts *o, const char *opt, const char *val, int *i)
+static int remote_long_opt(struct cli_image_opts *o, const char *cmd, const char *opt,
+			   const char *val, int *i)
 {
 	char key[32];
 	size_t n = strlen(opt + 2);
@@ -246,13 +265,14 @@ static int remote_long_opt(struct cli_image_opts *o, const char *opt, const char
 		return 0;
 	for (size_t k = 0; k <= n; k++)
 		key[k] = opt[2 + k] == '-' ? '_' : opt[2 + k];
-	rc = cli_remote_opt(&o->open, "", key, val);
+	rc = cli_remote_opt(&o->open, cmd, key, opt, val);
 	if (rc > 0 && strcmp(key, "insecure") && strcmp(key, "http1"))
 		(*i)++;
 	return rc;
 }
 
-int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
+int cli_image_opt_parse(struct cli_image_opts *o, const char *cmd, int argc, char **argv,
+			int *i)
 {
 	const char *opt = argv[*i];
 	const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -263,60 +283,58 @@ int cli_image_opt_parse(struct cli_image_opts *o, int argc, char **argv, int *i)
 		return 1;
 	}
 	if (!strncmp(opt, "--fault-", 8))
-		return fault_opt_parse(o, opt, val, i);
+		return fault_opt_parse(o, cmd, opt, val, i);
 	if (!strcmp(opt, "--direct")) {
 		o->open.file_flags |= CAIRN_BDEV_FILE_DIRECT;
 		return 1;
 	}
 	if (!strcmp(opt, "--delay")) {
 		if (!val || cli_parse_duration_ns(val, &v)) {
-			fprintf(stderr, "cairn: --delay needs a time (e.g. 1ms), got '%s'\n",
-				val ? val : "");
+			cli_err(cmd, "--delay needs a time (e.g. 1ms), got '%s'", val ? val : "");
 			return -1;
 		}
 		o->open.delay.latency_ns = v;
 	} else if (!strcmp(opt, "--cache-size")) {
-		if (size_arg(opt, val, &v))
+		if (size_arg(cmd, opt, val, &v))
 			return -1;
 		o->open.cache.budget_bytes = v ? (size_t)v : CAIRN_CACHE_OFF;
 	} else if (!strcmp(opt, "--chunk-cache")) {
-		if (size_arg(opt, val, &v))
+		if (size_arg(cmd, opt, val, &v))
 			return -1;
 		o->open.chunk_cache = v ? (size_t)v : 1; /* 0: keep nothing unused */
 	} else if (!strcmp(opt, "--segment")) {
-		if (size_arg(opt, val, &v))
+		if (size_arg(cmd, opt, val, &v))
 			return -1;
-		if (cli_check_segment(opt, v))
+		if (cli_check_segment(cmd, opt, v))
 			return -1;
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(opt, "--max-io")) {
-		if (size_arg(opt, val, &v))
+		if (size_arg(cmd, opt, val, &v) || cli_check_max_io(cmd, opt, v))
 			return -1;
 		o->open.cache.max_io = (size_t)v;
 	} else if (!strcmp(opt, "--l2-cache")) {
-		if (size_arg(opt, val, &v))
+		if (size_arg(cmd, opt, val, &v))
 			return -1;
 		o->open.qcow2.l2_cache_disabled = v == 0;
 		o->open.qcow2.l2_cache_bytes = (size_t)v;
 	} else if (!strcmp(opt, "--digest")) {
 		if (!val || cairn_digest_parse(val, o->open.verify.root)) {
-			fprintf(stderr, "cairn: --digest needs sha256:<64 hex digits>, got '%s'\n",
-				val ? val : "");
+			cli_err(cmd, "--digest needs sha256:<64 hex digits>, got '%s'", val ? val : "");
 			return -1;
 		}
 		o->open.verify.has_root = 1;
 	} else if (!strcmp(opt, "--verify")) {
 		if (!val || (strcmp(val, "on") && strcmp(val, "none"))) {
-			fprintf(stderr, "cairn: --verify is on or none, got '%s'\n", val ? val : "");
+			cli_err(cmd, "--verify is on or none, got '%s'", val ? val : "");
 			return -1;
 		}
 		o->open.verify.off = !strcmp(val, "none");
 	} else if (!strcmp(opt, "--offset")) {
-		if (size_arg(opt, val, &v))
+		if (size_arg(cmd, opt, val, &v))
 			return -1;
 		o->open.offset = v;
 	} else if (!strncmp(opt, "--", 2)) {
-		return remote_long_opt(o, opt, val, i);
+		return remote_long_opt(o, cmd, opt, val, i);
 	} else {
 		return 0;
 	}
@@ -371,6 +389,27 @@ int cli_fetch_beside(const char *url, const struct cli_open_cfg *c, const char *
 	return cairn_stack_fetch_beside(url, &so, suffix, max, why, why_len, text, len, requests);
 }
 
+const char *cli_why_tail(const char *path, const char *why)
+{
+	size_t n = strlen(path);
+
+	return !strncmp(why, path, n) && !strncmp(why + n, ": ", 2) ? why + n + 2 : why;
+}
+
+void cli_open_err(const char *cmd, const char *path, int rc, const char *why)
+{
+	if (why[0] && rc == -EINVAL && strstr(why, path)) /* the reason names the path;
+							   * "Invalid argument" adds
+							   * nothing to it */
+		cli_err(cmd, "%s", why);
+	else if (why[0] && rc == -EINVAL) /* e.g. a qcow2 backing file's */
+		cli_err(cmd, "%s: %s", path, why);
+	else if (why[0])
+		cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), cli_why_tail(path, why));
+	else
+		cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
+}
+
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o)
 {
@@ -383,15 +422,8 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 		return NULL;
 	}
 	rc = cli_stack_open(path, &o->open, why, sizeof(why), &stack);
-
 	if (rc < 0) {
-		if (why[0] && rc == -EINVAL) /* the reason names the path; "Invalid argument"
-					      * adds nothing to it */
-			cli_err(cmd, "%s", why);
-		else if (why[0])
-			cli_err(cmd, "%s: %s: %s", path, cairn_strerror(rc), why);
-		else
-			cli_err(cmd, "%s: %s", path, cairn_strerror(rc));
+		cli_open_err(cmd, path, rc, why);
 		return NULL;
 	}
 	return stack;
@@ -533,7 +565,10 @@ static unsigned edit_distance(const char *a, size_t n, const char *b, size_t m)
 }
 
 /* Is the token at t one the help text names as an option: at the start of a line
- * or after ", " or "; ", and a long option or followed by '=', ' ', ',' or ':'? */
+ * or after ", " or "; ", and a long option or followed by '=', ' ', ',' or ':'?
+ * After ", " a word followed by a space is prose ("fail device reads, for
+ * tests" made `-o foo` a typo of "for"): options in a comma list end at '=',
+ * ',', ':' or the line's end. */
 static int option_token(const char *help, const char *t, size_t n)
 {
 	const char *b = t;
@@ -543,8 +578,11 @@ static int option_token(const char *help, const char *t, size_t n)
 		b--;
 	if (!(b == help || b[-1] == '\n' || (b[-1] == ',' || b[-1] == ';')))
 		return 0;
-	return t[0] == '-' || after == '=' || after == ' ' || after == ',' || after == ':' ||
-	       after == '\n';
+	if (t[0] == '-')
+		return 1;
+	if (after == ' ')
+		return b == help || b[-1] != ',';
+	return after == '=' || after == ',' || after == ':' || after == '\n';
 }
 
 void cli_suggest(const char *help, const char *word, char *out, size_t len)

@@ -7,20 +7,29 @@
 #include <time.h>
 #include "cli.h"
 
-/* The command's --help names its options: the nearest is the hint. */
-static void unknown_option(const char *cmd, const char *a, void (*usage)(FILE *f))
+void cli_suggest_usage(void (*usage)(FILE *f), const char *word, char *out, size_t len)
 {
-	char *help = NULL, near[80] = "";
+	char *help = NULL;
 	size_t n = 0;
 	FILE *m = open_memstream(&help, &n);
 
+	if (len)
+		out[0] = '\0';
 	if (m) {
 		usage(m);
 		if (fclose(m) == 0)
-			cli_suggest(help, a, near, sizeof(near));
+			cli_suggest(help, word, out, len);
 	}
 	free(help);
-	cli_err(cmd, "unknown option '%s'%s (see cairn %s --help)", a, near, cmd);
+}
+
+void cli_unknown_option(const char *cmd, const char *help_cmd, const char *a,
+			void (*usage)(FILE *f))
+{
+	char near[80];
+
+	cli_suggest_usage(usage, a, near, sizeof(near));
+	cli_err(cmd, "unknown option '%s'%s (see cairn %s --help)", a, near, help_cmd);
 }
 
 int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts *o,
@@ -43,7 +52,7 @@ int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts 
 			continue;
 		}
 		if (!only_pos && a[0] == '-' && a[1]) {
-			rc = cli_image_opt_parse(o, argc, argv, &i);
+			rc = cli_image_opt_parse(o, cmd, argc, argv, &i);
 			if (rc < 0)
 				return -1;
 			if (rc > 0)
@@ -69,11 +78,13 @@ int cli_read_args(const char *cmd, int argc, char **argv, struct cli_image_opts 
 				}
 			}
 			if (!matched) {
-				unknown_option(cmd, a, usage);
+				cli_unknown_option(cmd, cmd, a, usage);
 				return -1;
 			}
 			continue;
 		}
+		if (cli_empty_arg(cmd, argv[i]))
+			return -1;
 		if (*n_pos >= max_pos) {
 			cli_err(cmd, "too many arguments (see cairn %s --help)", cmd);
 			return -1;

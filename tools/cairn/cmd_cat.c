@@ -58,7 +58,7 @@ static int cat_one(struct cairn_image *img, const char *image, const char *path,
 		}
 		rc = write_all(STDOUT_FILENO, buf, (size_t)n);
 		if (rc) {
-			cli_err("cat", "stdout: %s", cairn_strerror(rc));
+			cli_err("cat", "writing to stdout: %s", cairn_strerror(rc));
 			return rc;
 		}
 		off += (uint64_t)n;

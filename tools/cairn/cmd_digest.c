@@ -75,6 +75,11 @@ int cmd_digest(int argc, char **argv)
 		return DIGEST_EXIT_UNREADABLE;
 	}
 	cairn_digest_format(root, text);
+	/* The granules first: they are checked against the image's own root, so a
+	 * pinned root that differs is a second finding, not a mismatch of bytes. */
+	if (problems)
+		printf("%s: %ld mismatch%s; the bytes do not match root digest %s\n", pos[0],
+		       problems, problems == 1 ? "" : "es", text);
 	if (o.open.verify.has_root && memcmp(root, o.open.verify.root, CAIRN_DIGEST_LEN)) {
 		char want[CAIRN_DIGEST_TEXT_LEN];
 
@@ -82,11 +87,8 @@ int cmd_digest(int argc, char **argv)
 		printf("%s: root digest is %s, expected %s\n", pos[0], text, want);
 		problems++;
 	}
-	if (problems) {
-		printf("%s: %ld mismatch%s; the bytes do not match root digest %s\n", pos[0],
-		       problems, problems == 1 ? "" : "es", text);
+	if (problems)
 		return CLI_EXIT_FAIL;
-	}
 	printf("%s\n", text);
 	return CLI_EXIT_OK;
 }

@@ -186,7 +186,8 @@ static int add_sources(struct cairn_mkfs *m, const char *manifest, const char *s
 			return -1;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			cli_err("mkfs", "%s: not a directory", src);
+			cli_err("mkfs", "%s: Not a directory (SRC_DIR is a directory; files from "
+				"elsewhere go in a --manifest, docs/MANIFEST.md)", src);
 			return -1;
 		}
 		r = cairn_mkfs_add_tree(m, "/", src);
@@ -337,21 +338,23 @@ int cmd_mkfs(int argc, char **argv)
 			char near[80];
 
 			cli_suggest(mkfs_help, a, near, sizeof(near));
-			cli_err("mkfs", "unknown option '%s'%s (try --help)", a, near);
+			cli_err("mkfs", "unknown option '%s'%s (see cairn mkfs --help)", a, near);
+			goto out;
+		} else if (cli_empty_arg("mkfs", a)) {
 			goto out;
 		} else if (npos < 2) {
 			pos[npos++] = a;
 			continue;
 		} else {
-			cli_err("mkfs", "too many arguments (try --help)");
+			cli_err("mkfs", "too many arguments (see cairn mkfs --help)");
 			goto out;
 		}
 		if (takes)
 			i++;
 	}
 	if (npos != (manifest ? 1u : 2u)) {
-		cli_err("mkfs", manifest ? "expected: --manifest FILE IMAGE"
-					 : "expected: SRC_DIR IMAGE (try --help)");
+		cli_err("mkfs", "needs %s (see cairn mkfs --help)",
+			manifest ? "--manifest FILE and IMAGE" : "SRC_DIR and IMAGE");
 		goto out;
 	}
 	if (o.set_hot_codec && (o.codec == CAIRN_MKFS_NONE || !o.order_file)) {

@@ -28,7 +28,18 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cairn <command> [options] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'cairn <command> --help' describes each command.\n");
+	fprintf(f, "  --version print the version\n"
+		   "\n'cairn <command> --help' describes each command.\n");
+}
+
+/* The nearest command (or --version) is the hint, as for an unknown option. */
+static void unknown_command(const char *word)
+{
+	char near[80];
+
+	cli_suggest_usage(usage, word, near, sizeof(near));
+	fprintf(stderr, "cairn: unknown command '%s'%s\n", word, near);
+	usage(stderr);
 }
 
 static int run(int argc, char **argv)
@@ -48,8 +59,7 @@ static int run(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "cairn: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	unknown_command(argv[1]);
 	return CLI_EXIT_USAGE;
 }
 

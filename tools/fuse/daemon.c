@@ -448,9 +448,13 @@ static void remote_fetch_start(struct remote_fetch *f, const struct mount_opts *
 	f->started = pthread_create(&f->tid, NULL, remote_fetch_main, f) == 0;
 }
 
-/* Joins the fetch; the text (if any) goes to cf. */
-static void remote_fetch_end(struct daemon *cf, struct remote_fetch *f)
+/* Joins the fetch; the text (if any) goes to cf. Why the profile was not
+ * used is said only when the image itself opened (open_rc 0): after a failed
+ * open it is the same failure again. */
+static void remote_fetch_end(struct daemon *cf, struct remote_fetch *f, int open_rc)
 {
+	char url[PATH_MAX + 16];
+
 	if (!f->started)
 		return;
 	pthread_join(f->tid, NULL);
@@ -464,9 +468,10 @@ static void remote_fetch_end(struct daemon *cf, struct remote_fetch *f)
 	if (f->rc == 0) {
 		cf->shipped = f->text;
 		cf->shipped_len = f->len;
-	} else if (f->rc != -ENOENT) {
-		fprintf(stderr, "cairn mount: %s.profile: profile not used: %s%s%s\n", f->o->image,
-			cairn_strerror(f->rc), f->why[0] ? ": " : "", f->why);
+	} else if (f->rc != -ENOENT && open_rc == 0) {
+		snprintf(url, sizeof(url), "%s.profile", f->o->image);
+		fprintf(stderr, "cairn mount: %s: profile not used: %s%s%s\n", url,
+			cairn_strerror(f->rc), f->why[0] ? ": " : "", cli_why_tail(url, f->why));
 	}
 }
 
@@ -734,7 +739,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 			remote_fetch_start(&fetch, o);
 		rc = cli_stack_open(o->image, &oo, why, sizeof(why), &cf->stack);
 		if (remote_default(o))
-			remote_fetch_end(cf, &fetch);
+			remote_fetch_end(cf, &fetch, rc);
 		if (!rc)
 			cf->img = cairn_stack_image(cf->stack);
 		/* Reading the root now refuses images whose metadata is damaged at the
@@ -749,8 +754,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 			snprintf(why, sizeof(why), "%s", cairn_image_corruption(cf->img));
 		if (rc) {
 			/* With the reason, as `cairn info` gives it. */
-			fprintf(stderr, "cairn mount: %s: %s%s%s\n", o->image, cairn_strerror(rc),
-				why[0] ? ": " : "", why);
+			cli_open_err("mount", o->image, rc, why);
 			return -1;
 		}
 		if (verify_meta(cf->img, o))

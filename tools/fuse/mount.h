@@ -21,11 +21,15 @@ struct mount_opts {
 	struct cairn_fault_config fault;
 	int has_fault;
 	uint64_t size_limit, inode_limit;
-	unsigned max_threads;           /* 0 = MAX_THREADS (daemon.c) */
+	unsigned max_threads;           /* 0 = MAX_THREADS (daemon.c); else 1..MOUNT_MAX_THREADS */
 	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount; NONE
 					   also turns digest checking off (open.verify.off) */
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
 };
+
+/* -o threads=N: more workers than this only burn stacks (the kernel's FUSE
+ * queue is the bound, not the threads). */
+#define MOUNT_MAX_THREADS 256u
 
 #define MOUNT_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
 #define MOUNT_VERIFY_NONE 1

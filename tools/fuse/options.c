@@ -6,6 +6,7 @@
  * arguments): parsed into struct mount_opts, then daemon_mount() does the rest.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ static const char usage[] =
 	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
 	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
 	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
+	"                  (512 to 256M)\n"
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
@@ -49,7 +51,7 @@ static const char usage[] =
 	"                  metadata and what the kernel has not taken yet)\n"
 	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
 	"                  ENOSPC shows at fsync()/close(), not at write()\n"
-	"  single          single-threaded; threads=N caps the worker threads\n"
+	"  single          single-threaded; threads=N caps the worker threads (1..256)\n"
 	"  allow_other     let other users in (always on when root mounts)\n"
 	"remote images (IMAGE is http://, https:// or s3://BUCKET/KEY):\n"
 	"  connections=N   parallel kept-alive connections (default 4)\n"
@@ -102,6 +104,15 @@ static int generic_opt(const char *key)
 	return 0;
 }
 
+/* The remote options, named in errors as the user wrote them ("-o timeout"). */
+static int remote_opt(struct mount_opts *o, const char *key, const char *val)
+{
+	char shown[40];
+
+	snprintf(shown, sizeof(shown), "-o %s", key);
+	return cli_remote_opt(&o->open, "mount", key, shown, val);
+}
+
 static int parse_one(struct mount_opts *o, char *key)
 {
 	char *val = strchr(key, '=');
@@ -136,11 +147,11 @@ static int parse_one(struct mount_opts *o, char *key)
 	} else if (!strcmp(key, "segment")) {
 		if (size_opt(key, val, &v))
 			return -1;
-		if (cli_check_segment("-o segment", v))
+		if (cli_check_segment("mount", "-o segment", v))
 			return -1;
 		o->open.cache.segment_size = (size_t)v;
 	} else if (!strcmp(key, "max_io")) {
-		if (size_opt(key, val, &v))
+		if (size_opt(key, val, &v) || cli_check_max_io("mount", "-o max_io", v))
 			return -1;
 		o->open.cache.max_io = (size_t)v;
 	} else if (!strcmp(key, "offset")) {
@@ -185,6 +196,11 @@ static int parse_one(struct mount_opts *o, char *key)
 	} else if (!strcmp(key, "threads")) {
 		if (num_opt(key, val, &v))
 			return -1;
+		if (v < 1 || v > MOUNT_MAX_THREADS) {
+			cli_err("mount", "-o threads must be from 1 to %u, got %" PRIu64,
+				MOUNT_MAX_THREADS, v);
+			return -1;
+		}
 		o->max_threads = (unsigned)v;
 	} else if (!strcmp(key, "verify") && val) {
 		if (!strcmp(val, "auto"))
@@ -228,7 +244,7 @@ static int parse_one(struct mount_opts *o, char *key)
 		}
 	} else if (!strcmp(key, "fault_persistent") && !val) {
 		o->fault.persistent = 1;
-	} else if ((rc = cli_remote_opt(&o->open, "mount", key, val)) != 0) {
+	} else if ((rc = remote_opt(o, key, val)) != 0) {
 		return rc < 0 ? -1 : 0;
 	} else if (!generic_opt(key)) {
 		char near[80], kv[80];
@@ -300,10 +316,12 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("mount", "unknown flag '%s' (see cairn mount --help)", a);
 			return CLI_EXIT_USAGE;
+		} else if (cli_empty_arg("mount", a)) {
+			return CLI_EXIT_USAGE;
 		} else if (*npos < 2) {
 			pos[(*npos)++] = a;
 		} else {
-			cli_err("mount", "too many arguments");
+			cli_err("mount", "too many arguments (see cairn mount --help)");
 			return CLI_EXIT_USAGE;
 		}
 	}
