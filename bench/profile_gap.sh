@@ -13,7 +13,8 @@
 #   bench/profile_gap.sh [-p java|python|walk] [-d DELAY] [-c CHANNELS] [-r BW] [-n RUNS]
 #                        [-b BUILD] [-w WORK] [-u]
 # Prints one line per run (wall ms of the workload, device requests and MiB) and
-# the medians. Builds in WORK (default /dev/shm/cairn-profile-gap): the plain image,
+# the medians; each run's stats file stays as WORK/ordered.stats.N and
+# WORK/profile.stats.N (N from 0) to tell a slow run's misses and readahead. Builds in WORK (default /dev/shm/cairn-profile-gap): the plain image,
 # two traces of it joined (as bench.py takes them), the ordered image built with
 # them. Needs root (mounts, drop_caches). Run with chrt -f 50 on a busy machine.
 set -eu
@@ -113,6 +114,7 @@ one() {
   fusermount3 -u "$M"
   i=0; while [ ! -s "$s" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
   echo "$1 $(( (t1 - t0) / 1000000 )) $(key device_requests "$s") $(( $(key device_bytes "$s") >> 20 ))"
+  cp "$s" "$s.$n" # each run's full stats (cache misses, readahead) for tracing a slow one
 }
 echo "# $(date -u +%H:%MZ) $wl delay=$delay channels=$channels bw=$bw runs=$runs${url:+ over http}; $(uptime | sed 's/.*load/load/')"
 out=$work/runs.txt
