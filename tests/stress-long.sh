@@ -1,0 +1,73 @@
+#!/bin/sh
+# The long stress campaign (not in make test): every stress-ng stressor of
+# --class filesystem and the file ones of --class io, one at a time with
+# --verify, on each layer, and after each one checks that the daemon still
+# answers. Prints one line per stressor and layer: ok, skip (stress-ng could not
+# run it here: exit 3/4), FAIL (stress-ng exit 1/2 or a verify/fail line), DEAD
+# (the mount no longer answers).
+#   CAIRN=build/cairn tests/stress-long.sh [stressor...]
+# Environment: LAYERS (default "empty writeback tmp overlay ro"), T (seconds per
+# stressor, default 5), N (instances, default 1), MOPTS (extra mount options,
+# e.g. "-s" for the single-threaded daemon), OUT (log dir, default a temp dir
+# that is kept).
+set -u
+: "${CAIRN:?CAIRN must point at the cairn tool}"
+LAYERS=${LAYERS:-"empty writeback tmp overlay ro"}
+T=${T:-5}
+N=${N:-1}
+MOPTS=${MOPTS:-}
+OUT=${OUT:-$(mktemp -d /tmp/cairn-stress-long.XXXXXX)}
+mkdir -p "$OUT"
+STRESSORS=${*:-"access chattr chdir chmod chown copy-file dentry dir dirdeep dirmany
+ dnotify dup eventfd fallocate fanotify fcntl fiemap file-ioctl filename flock
+ fpunch fsize fstat getdent handle hdd inode-flags inotify io iomix ioprio lease
+ link locka lockf lockofd mknod open procfs rename symlink sync-file touch utime
+ verity xattr aio aiol io-uring readahead revio seek"}
+W=$OUT/w
+mkdir -p "$W/src/tmp" "$W/src/data"
+head -c 1000000 /dev/urandom > "$W/src/data/r1"
+"$CAIRN" mkfs -q "$W/src" "$W/img" || { echo "mkfs failed"; exit 1; }
+M=""
+cleanup() { [ -z "$M" ] || fusermount3 -u "$M" 2>/dev/null; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mount_layer() { # mount_layer LAYER: sets M and D (the directory to stress)
+  M=$W/m.$1; mkdir -p "$M"
+  # shellcheck disable=SC2086
+  case $1 in
+    empty) "$CAIRN" mount $MOPTS --empty -o size=1G "$M"; D=$M ;;
+    writeback) "$CAIRN" mount $MOPTS --empty -o writeback,size=1G "$M"; D=$M ;;
+    tmp) "$CAIRN" mount $MOPTS -o tmp=/tmp,size=1G "$W/img" "$M"; D=$M/tmp ;;
+    overlay) "$CAIRN" mount $MOPTS -o overlay,size=1G "$W/img" "$M"; D=$M ;;
+    ro) "$CAIRN" mount $MOPTS "$W/img" "$M"; D=$M/tmp ;;
+  esac
+}
+alive() { timeout 10 stat "$D" >/dev/null 2>&1 && mountpoint -q "$M"; }
+
+bad=0
+for l in $LAYERS; do
+  mount_layer "$l" || { echo "$l: mount failed"; bad=1; continue; }
+  for s in $STRESSORS; do
+    log=$OUT/$l.$s.log
+    timeout $((T * 4 + 60)) stress-ng --temp-path "$D" --"$s" "$N" -t "$T" \
+      --verify --metrics-brief > "$log" 2>&1
+    rc=$?
+    if ! alive; then
+      r=DEAD; bad=1
+    elif [ $rc -eq 3 ] || [ $rc -eq 4 ]; then r=skip
+    elif [ $rc -ne 0 ] || grep -qE '(fail|error):' "$log"; then
+      if [ "$l" = ro ]; then r="ro-refused(rc=$rc)"; else r="FAIL(rc=$rc)"; bad=1; fi
+    else r=ok
+    fi
+    echo "$l $s $r"
+    if [ "$r" = DEAD ]; then
+      fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
+      mount_layer "$l" || break
+    fi
+  done
+  fusermount3 -u "$M" || { sleep 1; fusermount3 -u "$M"; } || echo "$l: unmount failed"
+  M=""
+done
+echo "logs in $OUT"
+exit $bad
