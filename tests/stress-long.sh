@@ -66,7 +66,12 @@ for l in $LAYERS; do
       mount_layer "$l" || break
     fi
   done
-  fusermount3 -u "$M" || { sleep 1; fusermount3 -u "$M"; } || echo "$l: unmount failed"
+  # stress-ng's children may hold the mount a moment after it returns.
+  i=0
+  until fusermount3 -u "$M" 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 50 ] || { echo "$l: unmount failed"; bad=1; break; }
+    sleep 0.2
+  done
   M=""
 done
 echo "logs in $OUT"
