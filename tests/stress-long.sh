@@ -4,11 +4,12 @@
 # --verify, on each layer, and after each one checks that the daemon still
 # answers. Prints one line per stressor and layer: ok, skip (stress-ng could not
 # run it here: exit 3/4), FAIL (stress-ng exit 1/2 or a verify/fail line), DEAD
-# (the mount no longer answers).
+# (the mount no longer answers). Then dbench, bonnie++, fs_mark and fio (below)
+# on each writable layer.
 #   CAIRN=build/cairn tests/stress-long.sh [stressor...]
 # Environment: LAYERS (default "empty writeback tmp overlay ro"), T (seconds per
 # stressor, default 5), N (instances, default 1), MOPTS (extra mount options,
-# e.g. "-s" for the single-threaded daemon), OUT (log dir, default a temp dir
+# e.g. "-s" for the single-threaded daemon), NOTOOLS (set: stress-ng only), OUT (log dir, default a temp dir
 # that is kept).
 set -u
 : "${CAIRN:?CAIRN must point at the cairn tool}"
@@ -45,6 +46,33 @@ mount_layer() { # mount_layer LAYER: sets M and D (the directory to stress)
 }
 alive() { timeout 10 stat "$D" >/dev/null 2>&1 && mountpoint -q "$M"; }
 
+# The other tools, on a writable layer: dbench, bonnie++ (no per-char tests:
+# one FUSE request a byte), fs_mark, fio with each engine and O_DIRECT, verify.
+tools() {
+  run() { # run NAME CMD...: one result line
+    _n=$1; shift
+    if ! command -v "$1" >/dev/null 2>&1; then echo "$l $_n skip"; return; fi
+    ( cd "$OUT" && timeout 600 "$@" ) > "$OUT/$l.$_n.log" 2>&1
+    _rc=$?
+    if ! alive; then echo "$l $_n DEAD"; bad=1
+    elif [ $_rc -ne 0 ]; then echo "$l $_n FAIL(rc=$_rc)"; bad=1
+    else echo "$l $_n ok"
+    fi
+    rm -rf "${D:?}"/* 2>/dev/null
+  }
+  run dbench dbench -t $((T * 4)) -D "$D" $((N * 4))
+  run bonnie bonnie++ -u root -d "$D" -r 64 -s 128 -n 4 -f -q
+  run fs_mark fs_mark -d "$D/fsm" -n 2000 -s 4096 -t 4 -L 2
+  for e in psync libaio io_uring mmap; do
+    for o in 0 1; do
+      [ $e = mmap ] && [ $o = 1 ] && continue
+      run "fio-$e-direct$o" fio --name=v --directory="$D" --rw=randrw --size=8M --bs=4k \
+        --verify=crc32c --do_verify=1 --verify_fatal=1 --ioengine=$e --iodepth=16 \
+        --direct=$o --numjobs=$((N * 6)) --runtime=$T --verify_state_save=0
+    done
+  done
+}
+
 bad=0
 for l in $LAYERS; do
   mount_layer "$l" || { echo "$l: mount failed"; bad=1; continue; }
@@ -66,6 +94,7 @@ for l in $LAYERS; do
       mount_layer "$l" || break
     fi
   done
+  [ "$l" = ro ] || [ -n "${NOTOOLS:-}" ] || tools
   # stress-ng's children may hold the mount a moment after it returns.
   i=0
   until fusermount3 -u "$M" 2>/dev/null; do
