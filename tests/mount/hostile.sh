@@ -47,7 +47,7 @@ if command -v dbench >/dev/null 2>&1; then
   rm -rf "$M/clients"; alive dbench
 fi
 if command -v fs_mark >/dev/null 2>&1; then
-  timeout 60 fs_mark -d "$M/fsm" -n 200 -s 4096 -t 2 -L 1 > "$WORK/fsm.out" 2>&1 ||
+  ( cd "$WORK" && timeout 60 fs_mark -d "$M/fsm" -n 200 -s 4096 -t 2 -L 1 ) > "$WORK/fsm.out" 2>&1 ||
     { tail -n 20 "$WORK/fsm.out"; fail fs_mark; }
   rm -rf "$M/fsm"; alive fs_mark
 fi
