@@ -20,8 +20,10 @@ qemu-utils python3 default-jdk-headless nginx-light curl" ;;
   # self-signed certificate), curl (uploads to s3rver), node + npm (s3rver,
   # installed by the test itself; Debian's only when no npm is there, as
   # another node may bring its own); the tools tests/mount/stress.sh,
-  # roundtrip.sh and workloads.sh run on the mounts.
-  test) PKGS="$PKGS qemu-utils nginx-light squid openssl curl stress-ng fio rsync tar git"
+  # roundtrip.sh, workloads.sh and hostile.sh (dbench, fsmark; bonnie++ for
+  # tests/stress-long.sh) run on the mounts.
+  test) PKGS="$PKGS qemu-utils nginx-light squid openssl curl stress-ng fio rsync tar git \
+dbench fsmark bonnie++"
         command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm" ;;
 esac
 if [ "$list" -eq 1 ]; then
