@@ -30,12 +30,7 @@ i=0; while ! mountpoint -q "$M" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); d
 mountpoint -q "$M" || fail "mount did not come up"
 
 key=ns_refs
-nodes() { # ask for stats, print $key
-  rm -f "$WORK/st"
-  kill -USR1 "$pid"
-  wait_file "$WORK/st" || fail "no stats after SIGUSR1"
-  awk -v k="$key" '$1 == k { print $2 }' "$WORK/st"
-}
+nodes() { live_stat "$pid" "$WORK/st" "$key"; }
 # walk LABEL OBJECTS: a stat of every object holds a node ($key) each, while
 # the kernel keeps them.
 walk() {

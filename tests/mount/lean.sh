@@ -45,12 +45,7 @@ start() { # start TAG [MOUNT-OPTIONS...]: a foreground daemon with stats
 stop() {
   kill -TERM "$pid"; wait "$pid" || fail "daemon exit status"
 }
-stat_of() { # stat_of KEY: ask the daemon for its stats, print KEY's value
-  rm -f "$st"
-  kill -USR1 "$pid"
-  wait_file "$st" || fail "no stats after SIGUSR1"
-  awk -v k="$1" '$1 == k { print $2 }' "$st"
-}
+stat_of() { live_stat "$pid" "$st" "$1"; }
 # inodes OUT: path, inode number and link count of every object, from stat(2),
 # checked against readdir's d_ino and each directory's "..".
 inodes() {

@@ -24,12 +24,7 @@ st=$WORK/st
 [ -w /proc/sys/vm/drop_caches ] && { sync; echo 3 > /proc/sys/vm/drop_caches; }
 mnt "$M" "$WORK/img.cairn" -o "prefetch=$prof,stats=$st" || fail "mount -o prefetch=PROFILE"
 pid=$(daemons_of "$M")
-stat_of() { # stat_of KEY: ask the daemon for its stats, print KEY's value
-  rm -f "$st"
-  kill -USR1 "$pid"
-  wait_file "$st" || fail "no stats after SIGUSR1"
-  key "$1" "$st"
-}
+stat_of() { live_stat "$pid" "$st" "$1"; }
 ls -l "$M/sparse" > /dev/null # the kernel learns of the files: the push starts
 hot=$((4 * 32 * 4096))
 i=0

@@ -28,12 +28,7 @@ umnt "$M"
 st=$WORK/st
 mnt "$M" "$WORK/img.cairn" -o "prefetch,stats=$st" || fail "mount -o prefetch"
 pid=$(daemons_of "$M")
-stat_of() { # stat_of KEY: ask the daemon for its stats, print KEY's value
-  rm -f "$st"
-  kill -USR1 "$pid"
-  wait_file "$st" || fail "no stats after SIGUSR1"
-  key "$1" "$st"
-}
+stat_of() { live_stat "$pid" "$st" "$1"; }
 ls -l "$M/hot" > /dev/null # the kernel learns of the files: the push starts
 work
 hot=$((8 * 1048576))

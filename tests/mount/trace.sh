@@ -29,10 +29,7 @@ off=$(awk '$1 == "/lib/big.so" { print $2; exit }' "$WORK/trace")
 "$CAIRN" info "$WORK/hot.cairn" | grep -i 'hot prefix'
 mnt "$M" "$WORK/hot.cairn" -o prefetch,delay=1ms,stats="$WORK/stats" || fail "mount -o prefetch"
 pid=$(daemons_of "$M")
-stat_of() { # stat_of NAME: the daemon's counter, fresh
-  rm -f "$WORK/stats"; kill -USR1 "$pid"; wait_file "$WORK/stats" || fail "no stats"
-  awk -v k="$1" '$1 == k { print $2 }' "$WORK/stats"
-}
+stat_of() { live_stat "$pid" "$WORK/stats" "$1"; }
 exec 3< "$M/bin/tool"                         # its lookup alone queues the push
 i=0; while [ "$(stat_of push_bytes)" != 300000 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(stat_of push_bytes)" = 300000 ] || fail "bin/tool not pushed: $(cat "$WORK/stats")"
