@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <cairn/error.h>
 #include "util/util_int.h"
 #include "qcow2_int.h"
@@ -337,7 +336,7 @@ static int open_backing_dev(struct qcow2_dev *q, const char *path, const char *f
 	char *canon, *dir;
 	struct qcow2_chain link;
 	struct qcow2_open_args sub = *args;
-	struct stat st;
+	const char *kind;
 	int rc, is_q;
 
 	canon = realpath(path, NULL);
@@ -359,9 +358,8 @@ static int open_backing_dev(struct qcow2_dev *q, const char *path, const char *f
 		return -ELOOP;
 	}
 	rc = opener(cfg ? cfg->open_ctx : NULL, path, &file);
-	if (rc == -EINVAL && !stat(path, &st) && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		/* the file layer refuses what it cannot read as a device */
-		qcow2_report(q, "qcow2: backing file %s is %s", path, cairn_mode_kind(st.st_mode));
+	if (rc == -EINVAL && (kind = util_unreadable_kind(path))) {
+		qcow2_report(q, "qcow2: backing file %s is %s", path, kind);
 		free(canon);
 		return rc;
 	}

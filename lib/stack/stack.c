@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <strings.h>
 #include <cairn/bdev.h>
 #include <cairn/cache.h>
@@ -59,7 +58,6 @@ struct cairn_stack {
 	struct cairn_bdev *fault;                 /* same; NULL without one */
 };
 
-/* Wraps *dev with a constructor's result; on failure *dev still owns the stack. */
 /* An image offset past the end of what is below says so, with both numbers
  * (the offset device's -EINVAL alone read "cannot set up the offset device"). */
 static int offset_in(struct cairn_bdev *dev, uint64_t off, char *why, size_t why_len)
@@ -73,6 +71,7 @@ static int offset_in(struct cairn_bdev *dev, uint64_t off, char *why, size_t why
 	return -EINVAL;
 }
 
+/* Wraps *dev with a constructor's result; on failure *dev still owns the stack. */
 #define WRAP(call, what)                                                         \
 	do {                                                                     \
 		struct cairn_bdev *up_ = NULL;                                   \
@@ -297,17 +296,13 @@ static int build_stack(const char *path, const struct plan *o, char *why,
 		       struct cairn_bdev **fault)
 {
 	struct cairn_bdev *dev = NULL;
+	const char *kind;
 	int rc;
 
 	*stats = *fault = NULL;
 	rc = cairn_bdev_file_open(path, o->file_flags, &dev);
-	if (rc == -EINVAL) { /* not a regular file nor a block device: say which */
-		struct stat st;
-
-		if (!stat(path, &st))
-			snprintf(why, why_len, "not a cairn image: %s is %s", path,
-				 cairn_mode_kind(st.st_mode));
-	}
+	if (rc == -EINVAL && (kind = util_unreadable_kind(path)))
+		snprintf(why, why_len, "not a cairn image: %s is %s", path, kind);
 	if (rc < 0)
 		return rc; /* otherwise the errno says it all (ENOENT, EACCES) */
 	if (o->offset && (rc = offset_in(dev, o->offset, why, why_len)) < 0)

@@ -15,3 +15,15 @@ const char *cairn_mode_kind(unsigned mode)
 	default:       return "of an unknown file type";
 	}
 }
+
+/* What path is when it is neither a regular file nor a block device (the file
+ * device refuses it with -EINVAL), for an error that says which; NULL when it
+ * is one of those or cannot be stat'ed. */
+const char *util_unreadable_kind(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return NULL;
+	return cairn_mode_kind(st.st_mode);
+}

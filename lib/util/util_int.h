@@ -11,6 +11,7 @@
 /* "a directory", "a character device", "a FIFO", ... for messages about a host
  * object of type (mode & S_IFMT) that is not what a call wanted. */
 const char *cairn_mode_kind(unsigned mode);
+const char *util_unreadable_kind(const char *path);
 
 /* Bytes that should start a cairn image but lack its magic: writes what was
  * expected and found into why ("... found 68 73 71 73 ...: a squashfs image",
