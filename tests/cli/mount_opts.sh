@@ -77,6 +77,23 @@ expect 2 "unknown option 'fooo'\$" "$CAIRN" mount -o fooo "$work/img" "$work/non
 # A word of the help's prose is no option to suggest ("fail device reads, for tests").
 expect 2 "unknown option 'foo'\$" "$CAIRN" mount -o foo "$work/img" "$work/none"
 expect 2 "did you mean 'direct'" "$CAIRN" mount -o dirct "$work/img" "$work/none"
+# -o rw on a mount with nothing writable was taken in silence, and every write
+# then failed with EROFS: refused, naming the image and what gives writes. With
+# a RAM layer it says what is so, and gets as far as the mount point.
+expect 2 "-o rw: $work/img is mounted read-only.*-o overlay.*-o tmp=PATHS" \
+  "$CAIRN" mount -o rw "$work/img" "$work/none"
+expect 2 "unknown option 'rw=1'" "$CAIRN" mount -o rw=1 "$work/img" "$work/none"
+for o in overlay,rw tmp=/tmp,rw; do
+  expect 1 "$work/none" "$CAIRN" mount -o $o "$work/img" "$work/none"
+done
+expect 1 "$work/none" "$CAIRN" mount --empty -o rw "$work/none"
+# mount(8) adds rw to every mount that is not ro: the helper drops it, so a
+# plain fstab line (defaults) still mounts; what is left reaches cairn mount.
+expect 1 "mount.cairn: cairn mount $work/img $work/none -o tmp=/tmp,x-a\$" \
+  "$BUILD/mount.cairn" -v "$work/img" "$work/none" -o rw,tmp=/tmp,rw,x-a
+grep -q "read-only" "$work/err" && fail "mount.cairn passed mount(8)'s rw on"
+expect 1 "mount.cairn: cairn mount $work/img $work/none\$" \
+  "$BUILD/mount.cairn" -v "$work/img" "$work/none" -o rw
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

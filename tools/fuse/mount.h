@@ -25,6 +25,7 @@ struct mount_opts {
 	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount; NONE
 					   also turns digest checking off (open.verify.off) */
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
+	int rw;                         /* -o rw: refused unless something is writable */
 };
 
 /* -o threads=N: more workers than this only burn stacks (the kernel's FUSE

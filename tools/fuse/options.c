@@ -91,7 +91,7 @@ static int num_opt(const char *key, const char *val, uint64_t *out)
 /* Options mount(8) and fstab pass that mean nothing here. */
 static int generic_opt(const char *key)
 {
-	static const char *const ignored[] = { "rw", "ro", "defaults", "auto", "noauto", "user",
+	static const char *const ignored[] = { "ro", "defaults", "auto", "noauto", "user",
 					       "nouser", "users", "nofail", "_netdev", "suid",
 					       "nosuid", "dev", "nodev", "exec", "noexec", "atime",
 					       "noatime", "relatime", "async", "sync", NULL };
@@ -130,6 +130,8 @@ static int parse_one(struct mount_opts *o, char *key)
 		o->tmp_paths = val;
 	else if (!strcmp(key, "overlay") && !val)
 		o->overlay = 1;
+	else if (!strcmp(key, "rw") && !val)
+		o->rw = 1; /* checked against the shape of the tree in parse_args */
 	else if (!strcmp(key, "size")) {
 		if (size_opt(key, val, &o->size_limit))
 			return -1;
@@ -335,6 +337,13 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 	}
 	if (o->empty && (o->overlay || o->tmp_paths)) {
 		cli_err("mount", "--empty takes no image, so no overlay or tmp= either");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->rw && !o->empty && !o->overlay && !o->tmp_paths) {
+		/* Accepting it would promise writes that then fail with EROFS. */
+		cli_err("mount", "-o rw: %s is mounted read-only (the image is never written); "
+			"for writes in RAM give -o overlay (the whole tree) or -o tmp=PATHS",
+			*npos ? pos[0] : "IMAGE");
 		return CLI_EXIT_USAGE;
 	}
 	if (o->open.verify.off && o->open.verify.has_root) {

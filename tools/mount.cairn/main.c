@@ -29,9 +29,32 @@ static void usage(FILE *f)
 		   "helper's directory, else from " CAIRN_BINDIR ", else from PATH.\n");
 }
 
+/* mount(8) adds "rw" to every mount not asked to be "ro" (libmount writes the
+ * MS_RDONLY flag back as an option), so here it says nothing about what the user
+ * wants, and `cairn mount` refuses "rw" on a mount with nothing writable. Drops
+ * each "rw" from the comma-separated opts, in place. */
+static void drop_rw(char *opts)
+{
+	char *out = opts;
+
+	for (char *tok = opts, *end; tok; tok = end) {
+		end = strchr(tok, ',');
+		if (end)
+			*end++ = 0;
+		if (!strcmp(tok, "rw"))
+			continue;
+		if (out != opts)
+			*out++ = ',';
+		memmove(out, tok, strlen(tok) + 1);
+		out += strlen(out);
+	}
+	*out = 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *opts = NULL, *pos[2];
+	char *opts = NULL;
+	const char *pos[2];
 	char tool[PATH_MAX];
 	char *args[8];
 	int n = 0, npos = 0, fake = 0, verbose = 0;
@@ -45,7 +68,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-o") && i + 1 < argc) {
 			opts = argv[++i];
 		} else if (!strncmp(a, "-o", 2) && a[2]) {
-			opts = a + 2;
+			opts = argv[i] + 2;
 		} else if (!strcmp(a, "-t") && i + 1 < argc) {
 			i++; /* cairn or fuse.cairn: nothing to choose */
 		} else if (a[0] == '-' && a[1]) {
@@ -73,14 +96,16 @@ int main(int argc, char **argv)
 	args[n++] = "mount";
 	args[n++] = (char *)pos[0];
 	args[n++] = (char *)pos[1];
+	if (opts)
+		drop_rw(opts);
 	if (opts && *opts) {
 		args[n++] = "-o";
-		args[n++] = (char *)opts;
+		args[n++] = opts;
 	}
 	args[n] = NULL;
 	if (verbose)
 		fprintf(stderr, "mount.cairn: cairn mount %s %s%s%s\n", pos[0], pos[1],
-			opts ? " -o " : "", opts ? opts : "");
+			opts && *opts ? " -o " : "", opts && *opts ? opts : "");
 	if (tool_sibling("cairn", tool, sizeof(tool)) == 0)
 		execv(tool, args);
 	execv(CAIRN_BINDIR "/cairn", args);
