@@ -313,44 +313,29 @@ static int check_stats_file(struct daemon *cf, const char *file)
 	return 0;
 }
 
+struct covered {
+	const char *dir;
+	char *type;
+	size_t len;
+};
+
+static int note_type(const struct mountinfo_entry *e, void *arg)
+{
+	struct covered *c = arg;
+
+	if (!strcmp(e->point, c->dir))
+		snprintf(c->type, c->len, "%s", e->fstype);
+	return 0;
+}
+
 /* Type of the file system mounted last on the absolute path `dir` (the one a
- * mount there would cover), or "" when dir is no mount point. mountinfo escapes
- * blanks and backslashes in paths as \ooo. */
+ * mount there would cover), or "" when dir is no mount point. */
 static void mounted_type(const char *dir, char *type, size_t len)
 {
-	char line[4096], path[PATH_MAX], fstype[64];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	int at_start = 1; /* line holds the start of a mountinfo line */
+	struct covered c = { dir, type, len };
 
 	type[0] = 0;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *mp = line, *sep = strstr(line, " - "), *p;
-		int start = at_start;
-		size_t n = 0;
-
-		/* The rest of a line longer than the buffer is no line of its own. */
-		at_start = strchr(line, '\n') != NULL;
-		if (!start)
-			continue;
-		for (int i = 0; i < 4 && mp; i++)
-			mp = strchr(mp, ' ') ? strchr(mp, ' ') + 1 : NULL;
-		if (!mp || !sep)
-			continue;
-		for (p = mp; *p && *p != ' ' && n + 1 < sizeof(path); n++) {
-			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
-				path[n] = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-				p += 4;
-			} else {
-				path[n] = *p++;
-			}
-		}
-		path[n] = 0;
-		if (!strcmp(path, dir) && sscanf(sep + 3, "%63s", fstype) == 1)
-			snprintf(type, len, "%s", fstype);
-	}
-	fclose(f);
+	mountinfo_each(note_type, &c);
 }
 
 /* Refuses what would leave a broken or hidden mount: a mount point that is not a
@@ -936,6 +921,7 @@ int daemon_mount(const struct mount_opts *o)
 		free(cf.stats_path);
 		return 1;
 	}
+	memlimit_check_size(o); /* here, while stderr is still the caller's */
 	/* Blocked in every thread from here on; the signal thread takes them. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);

@@ -8,6 +8,7 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <cairn/cairn.h>
@@ -102,5 +103,20 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi);
 void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes);
 void push_halt(struct push *p);
 void push_stop(struct push *p);
+
+/* mountinfo.c: a line of /proc/self/mountinfo, paths unescaped. */
+struct mountinfo_entry {
+	char root[PATH_MAX];   /* the part of the file system mounted there */
+	char point[PATH_MAX];  /* the mount point */
+	char fstype[64];
+	char super[256];       /* the file system's own options */
+};
+/* Calls fn for each mount, in mount order, until it returns non-zero; returns
+ * that, or 0 (also when mountinfo cannot be read). */
+int mountinfo_each(int (*fn)(const struct mountinfo_entry *e, void *arg), void *arg);
+
+/* memlimit.c: warns on stderr when -o size= is more than the memory the RAM
+ * layer can have (the cgroup's limit or MemAvailable), naming that limit. */
+void memlimit_check_size(const struct mount_opts *o);
 
 #endif
