@@ -419,8 +419,12 @@ int cairn_ramfs_getattr(struct cairn_ramfs *fs, cairn_ino_t ino, struct cairn_st
 	return 0;
 }
 
+/* Sets *moved when the truncation moves mtime and ctime: a change of size, or
+ * one to the size the file has when it holds data. tmpfs frees the pages past
+ * EOF then (shmem_truncate_range()), which sets both; a file of holes alone
+ * (an empty one) keeps its times. */
 static int setattr_size(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t size,
-			const struct cairn_cred *cred, const struct cairn_time *now)
+			const struct cairn_cred *cred, const struct cairn_time *now, bool *moved)
 {
 	int err;
 
@@ -430,11 +434,16 @@ static int setattr_size(struct cairn_ramfs *fs, struct ramfs_inode *n, uint64_t 
 		return -EINVAL;
 	if (size > RAMFS_MAX_FILE)
 		return -EFBIG;
-	if (size == n->size) /* no change but preallocation past EOF dropped */
+	if (size == n->size) { /* no change but preallocation past EOF dropped */
+		*moved = n->nchunks != 0;
+		if (*moved)
+			n->mtime = *now;
 		return ramfs_data_truncate(fs, n, size);
+	}
 	err = ramfs_data_truncate(fs, n, size);
 	if (err)
 		return err;
+	*moved = true;
 	n->mtime = *now;
 	if (!ramfs_cred_root(cred))
 		ramfs_kill_suid(n);
@@ -447,17 +456,16 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 	struct ramfs_inode *n = ramfs_get(fs, ino);
 	struct cairn_time now;
 	unsigned v = sa->valid;
-	uint64_t old_size;
+	bool moved = false;
 	int err = 0;
 
 	if (!n)
 		return -ENOENT;
 	ramfs_now(&now);
 	pthread_rwlock_wrlock(&n->lock);
-	old_size = n->size;
 	/* The only step that can fail goes first, so a failed call changes nothing. */
 	if (v & CAIRN_SET_SIZE)
-		err = setattr_size(fs, n, sa->size, cred, &now);
+		err = setattr_size(fs, n, sa->size, cred, &now, &moved);
 	if (err)
 		goto out;
 	if (v & (CAIRN_SET_UID | CAIRN_SET_GID | CAIRN_SET_CHOWN)) {
@@ -484,11 +492,11 @@ int cairn_ramfs_setattr(struct cairn_ramfs *fs, cairn_ino_t ino, const struct ca
 		n->mtime = now;
 	else if (v & CAIRN_SET_MTIME)
 		n->mtime = sa->mtime;
-	/* A truncate to the size the file has changes nothing, times included
-	 * (POSIX truncate(2), tmpfs); open(O_TRUNC) asks for MTIME_NOW as well. */
+	/* A truncate that moves no times (setattr_size) leaves ctime too;
+	 * ftruncate(2) and open(O_TRUNC) ask for MTIME_NOW as well. */
 	if (v & CAIRN_SET_CTIME)
 		n->ctime = sa->ctime;
-	else if ((v & ~CAIRN_SET_SIZE) || n->size != old_size)
+	else if ((v & ~CAIRN_SET_SIZE) || moved)
 		n->ctime = now;
 out:
 	if (!err && st)

@@ -708,6 +708,39 @@ static void check_perms(void)
 	unlink(P("suid"));
 }
 
+/* A truncation to the size a file has: ftruncate(2) always moves mtime and
+ * ctime (the VFS asks for both), truncate(2) when the file holds data (tmpfs
+ * frees its pages past EOF then), not on an empty file. FUSE sends all three as
+ * the same SETATTR of the size alone. */
+static void check_same_size_truncate(void)
+{
+	struct stat a, b, c, e0, e1;
+	int fd;
+
+	write_file(P("t/s"), "abcd", 4);
+	write_file(P("t/e"), "", 0);
+	stat(P("t/s"), &a);
+	stat(P("t/e"), &e0);
+	pause_ms(20);
+	truncate(P("t/s"), 4);
+	truncate(P("t/e"), 0);
+	stat(P("t/s"), &b);
+	stat(P("t/e"), &e1);
+	CHECK("truncate to the same size moves mtime and ctime of a file with data",
+	      ts_after(b.st_mtim, a.st_mtim) && ts_after(b.st_ctim, a.st_ctim), "times");
+	CHECK("truncate of an empty file to 0 moves no times",
+	      !ts_after(e1.st_mtim, e0.st_mtim) && !ts_after(e1.st_ctim, e0.st_ctim), "times");
+	pause_ms(20);
+	fd = open(P("t/e"), O_WRONLY);
+	ftruncate(fd, 0);
+	close(fd);
+	stat(P("t/e"), &c);
+	CHECK("ftruncate to the same size moves mtime and ctime, even of an empty file",
+	      ts_after(c.st_mtim, e1.st_mtim) && ts_after(c.st_ctim, e1.st_ctim), "times");
+	unlink(P("t/s"));
+	unlink(P("t/e"));
+}
+
 static void check_times(void)
 {
 	struct stat a, b, da, db, d2a, d2b;
@@ -730,6 +763,7 @@ static void check_times(void)
 	stat(P("t/f"), &a);
 	CHECK("truncate updates mtime and ctime", ts_after(a.st_mtim, b.st_mtim) &&
 	      ts_after(a.st_ctim, b.st_ctim), "times");
+	check_same_size_truncate();
 	chmod(P("t/f"), 04755);
 	stat(P("t/f"), &a);
 	pause_ms(20);

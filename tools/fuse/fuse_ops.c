@@ -192,6 +192,12 @@ static void daemon_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		sa.valid |= CAIRN_SET_SIZE;
 		sa.size = (uint64_t)attr->st_size;
+		/* ftruncate(2) sets mtime and ctime whatever the size (the VFS adds
+		 * ATTR_MTIME | ATTR_CTIME), but FUSE sends its SETATTR with the size and
+		 * the handle alone, as truncate(2)'s, which moves them only as the RAM
+		 * layer says (a file that holds data). */
+		if (fi && !(to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
+			sa.valid |= CAIRN_SET_MTIME_NOW;
 	}
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
 		sa.valid |= CAIRN_SET_ATIME_NOW;
