@@ -258,48 +258,6 @@ static uint64_t dropped(struct cairn_image *img)
 	return st.dropped;
 }
 
-/* Hot ranges of a profile's file, widened for the push: each covers its own
- * bytes; together they cover the file's bytes in every segment holding a
- * profile byte, and no others; no two overlap (a segment's rest is stored
- * once, however many ranges it holds). Two ranges share a segment, one
- * stands alone further on. */
-static void test_hot_ranges_widened(void **state)
-{
-	struct fixture *fx = *state;
-	struct cairn_cache_config cc = { .segment_size = 65536 };
-	const char *text = "/big 1000000 4096\n/big 1300000 4096\n/big 1010000 4096\n";
-	static const uint64_t want[][2] = { { 1000000, 1004096 }, { 1010000, 1014096 },
-					    { 1300000, 1304096 } };
-	static unsigned char seen[BIG];
-	struct ranges r = { .n = 0 };
-	struct cairn_image *img;
-	uint64_t lo, hi;
-	cairn_ino_t big;
-
-	assert_int_equal(t_open_image_with(fx->img, &cc, 1, &img), 0);
-	big = ino_of(img, "/big");
-	assert_int_equal(cairn_image_file_extent(img, big, &lo, &hi), 0);
-	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
-	cairn_image_prefetch_hot(img);
-	assert_int_equal(cairn_image_hot_ranges(img, big, collect, &r), 0);
-	assert_int_equal(r.n, 3);
-	memset(seen, 0, sizeof(seen));
-	for (size_t i = 0; i < r.n; i++)
-		for (uint64_t b = r.off[i]; b < r.off[i] + r.len[i]; b++) {
-			assert_int_equal(seen[b], 0);
-			seen[b] = 1;
-		}
-	for (uint64_t b = 0; b < BIG; b++) {
-		uint64_t seg = (lo + b) / 65536;
-		int hot = 0;
-
-		for (size_t k = 0; k < 3; k++)
-			hot |= (lo + want[k][0]) / 65536 <= seg && seg <= (lo + want[k][1] - 1) / 65536;
-		assert_int_equal(seen[b], hot);
-	}
-	cairn_image_close(img);
-}
-
 /* A profile mount keeps only the profile's ranges for the push: what a reader
  * got elsewhere in the file goes at once, and a range's segment goes once the
  * push has stored the range widened to the file's bytes around it there (the
@@ -704,7 +662,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_mount_lean, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hot_ranges_widened, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
