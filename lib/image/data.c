@@ -350,16 +350,24 @@ struct gap_ctx {
 	struct cairn_image *img;
 	cairn_ino_t ino;
 	struct cairn_rinode *r;
+	uint64_t lo, hi; /* a range just pushed (or none: lo == hi) */
 };
 
-/* A part of a profile's file that no range covers, which a reader got. */
+/* A gap next to the range just pushed is delivered with it: the cache marks
+ * only the 32nds of a segment wholly inside one delivery, and the one across
+ * their border would stay unmarked, and the segment resident, for good. */
 static int deliver_gap(void *ctx, uint64_t file_off, uint64_t pos, uint64_t len)
 {
 	struct gap_ctx *g = ctx;
 	struct deliver_ctx d = { g->img, 0 };
+	uint64_t end = file_off + len;
 
 	(void)pos;
-	return cairn_image_map(g->img, g->ino, g->r, file_off, len, deliver_piece, &d);
+	if (g->lo < g->hi && end == g->lo)
+		end = g->hi;
+	else if (g->lo < g->hi && file_off == g->hi)
+		file_off = g->lo;
+	return cairn_image_map(g->img, g->ino, g->r, file_off, end - file_off, deliver_piece, &d);
 }
 
 static void image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
@@ -374,7 +382,7 @@ static void image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t o
 	 * once stored; the rest of what the reader got goes now (a profile mount
 	 * held 31 MiB after a cold Java Hello when the whole file was kept). */
 	if (keep_hot && img->profile && cairn_profile_has(img->profile, ino)) {
-		struct gap_ctx g = { img, ino, &r };
+		struct gap_ctx g = { img, ino, &r, 0, 0 };
 
 		if (!(r.flags & CAIRN_IF_CHUNKED))
 			(void)cairn_profile_gaps(img->profile, ino, off, len, deliver_gap, &g);
@@ -399,15 +407,37 @@ void cairn_image_delivered(struct cairn_image *img, cairn_ino_t ino, uint64_t of
 	image_delivered(img, ino, off, len, img->keep_hot);
 }
 
+static int plain_span(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+		      uint64_t *lo, uint64_t *hi);
+
+/* A profile's file whose range [off, off + len) was pushed: the bytes of the
+ * file in the segments around it that no profile range covers go too. The
+ * prefetch fetched them only to fill the gaps between ranges in one request;
+ * the traced program never read them, and kept, they held most segments of a
+ * profile mount (31 MiB after a cold Java Hello, docs/bench/rss.md). */
+static void pushed_segment_rest(struct cairn_image *img, cairn_ino_t ino, uint64_t off,
+				uint64_t len)
+{
+	struct cairn_rinode r;
+	struct gap_ctx g = { img, ino, &r, off, 0 };
+	uint64_t lo, hi, last;
+
+	if (!img->profile || !len || load_regular(img, ino, &r) ||
+	    (r.flags & (CAIRN_IF_CHUNKED | CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)) || off >= r.size)
+		return;
+	g.hi = len > r.size - off ? r.size : off + len;
+	last = g.hi - 1;
+	if (plain_span(img, &r, off, &lo, &hi) || plain_span(img, &r, last, &hi, &hi))
+		return;
+	(void)cairn_profile_gaps(img->profile, ino, lo, hi - lo, deliver_gap, &g);
+}
+
 /* The push is what hot data was kept for; once it stored a range, only the
- * kernel dropping those pages would read them again. The bytes of a file
- * around its ranges in their segments go when the push stores them too
- * (cairn_image_hot_ranges widens the ranges to them): delivered without being
- * stored, they were read again after their segment had gone, a miss each (14
- * of the 29 of a remote Java Hello, docs/bench/profile.md). */
+ * kernel dropping those pages would read them again. */
 void cairn_image_pushed(struct cairn_image *img, cairn_ino_t ino, uint64_t off, uint64_t len)
 {
 	image_delivered(img, ino, off, len, 0);
+	pushed_segment_rest(img, ino, off, len);
 }
 
 /* A file in one piece: the cache segment holding its byte off (a miss there
@@ -544,21 +574,6 @@ static int hot_emit(struct hot_piece *p, size_t n, cairn_range_cb fn, void *ctx)
 	return 0;
 }
 
-/* A profile's ranges of ino, widened to whole segments where the file is in
- * one piece on the device (cairn_profile_ranges). */
-static int profile_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
-			      void *ctx)
-{
-	struct cairn_rinode r;
-	struct cairn_span g;
-
-	if (load_regular(img, ino, &r) ||
-	    (r.flags & (CAIRN_IF_CHUNKED | CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)))
-		return cairn_profile_ranges(img->profile, ino, NULL, fn, ctx);
-	g = (struct cairn_span){ r.data_ref, r.size, cairn_cache_segment_size(img->cache) };
-	return cairn_profile_ranges(img->profile, ino, &g, fn, ctx);
-}
-
 int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range_cb fn,
 			   void *ctx)
 {
@@ -567,7 +582,7 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
 	int rc;
 
 	if (img->profile)
-		return profile_hot_ranges(img, ino, fn, ctx);
+		return cairn_profile_ranges(img->profile, ino, fn, ctx);
 	if (!has_hot_prefix(img))
 		return 0;
 	rc = load_regular(img, ino, &r);

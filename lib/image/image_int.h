@@ -219,18 +219,8 @@ int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn
 void cairn_profile_free(struct cairn_profile *p);
 uint64_t cairn_profile_bytes(const struct cairn_profile *p);
 void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p);
-/* A file stored in one piece: its byte 0 at device offset base, size bytes,
- * in cache segments of unit bytes (a power of two). */
-struct cairn_span {
-	uint64_t base, size, unit;
-};
-/* The profile's ranges of ino, as cairn_image_hot_ranges() gives them. With g
- * (a file in one piece), a range at the border of the profile's coverage of
- * the file is widened to the file's bytes in that border segment: the prefetch
- * fetched them whole (a verify granule), and pushed with the range, a read of
- * them later is not a miss once the segment has gone. */
-int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, const struct cairn_span *g,
-			 cairn_range_cb fn, void *ctx);
+int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn,
+			 void *ctx);
 int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino); /* hot ranges? */
 int cairn_profile_gaps(const struct cairn_profile *p, cairn_ino_t ino, uint64_t off,
 		       uint64_t len, cairn_range_cb fn, void *ctx);

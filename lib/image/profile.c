@@ -573,73 +573,22 @@ int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino)
 	return i < p->nfiles && p->by_ino[i].ino == ino && p->files[p->by_ino[i].file].n;
 }
 
-/* The file's bytes before file offset x in x's segment (unit-aligned on the
- * device, the file's byte 0 at device offset base) start at seg_floor(x);
- * those from x on end at seg_ceil(x), both clipped to the file. */
-static uint64_t seg_floor(const struct cairn_span *g, uint64_t x)
-{
-	uint64_t d = (g->base + x) & ~(g->unit - 1);
-
-	return d > g->base ? d - g->base : 0;
-}
-
-static uint64_t seg_ceil(const struct cairn_span *g, uint64_t x)
-{
-	uint64_t d = (g->base + x + g->unit - 1) & ~(g->unit - 1);
-
-	return d - g->base < g->size ? d - g->base : g->size;
-}
-
-/* [*lo, *hi), a range of f that begins (ends) one of its covered intervals,
- * widened to the file's bytes in its first (last) segment, up to where the
- * neighbouring interval's own widening stops: widened ranges never overlap,
- * and a gap between intervals that spans whole segments stays out (the
- * prefetch fetched those only to fill a run, if at all). */
-static void widen(const struct prof_file *f, const struct cairn_span *g, uint64_t *lo,
-		  uint64_t *hi)
-{
-	size_t k = first_reaching(f, *lo + 1), e = first_reaching(f, *hi);
-
-	if (k < f->ncov && f->cov[k].lo == *lo) {
-		uint64_t prev = k ? seg_ceil(g, f->cov[k - 1].hi) : 0;
-		uint64_t from = prev < *lo ? prev : *lo, fl = seg_floor(g, *lo);
-
-		*lo = fl > from ? fl : from;
-	}
-	if (e < f->ncov && f->cov[e].hi == *hi) {
-		uint64_t next = e + 1 < f->ncov ? f->cov[e + 1].lo : g->size, cl = seg_ceil(g, *hi);
-
-		*hi = cl < next ? cl : next;
-	}
-}
-
-int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, const struct cairn_span *g,
-			 cairn_range_cb fn, void *ctx)
+int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn, void *ctx)
 {
 	size_t lo;
 
 	if (!ino || !p->by_ino)
 		return 0;
-	lo = find_ino(p, ino);
-	/* A file the profile names by several paths has several interval lists:
-	 * their widenings could overlap, so it is not widened. */
-	if (lo + 1 < p->nfiles && p->by_ino[lo + 1].ino == ino)
-		g = NULL;
-	for (; lo < p->nfiles && p->by_ino[lo].ino == ino; lo++) {
+	for (lo = find_ino(p, ino); lo < p->nfiles && p->by_ino[lo].ino == ino; lo++) {
 		const struct prof_file *f = &p->files[p->by_ino[lo].file];
 
 		for (size_t i = 0; i < f->n;) {
 			uint64_t off = f->p[i].off, pos = f->p[i].pos, len = f->p[i].len;
-			uint64_t a, b;
 			int rc;
 
 			while (++i < f->n && f->p[i].off == off + len && f->p[i].pos == pos + len)
 				len += f->p[i].len;
-			a = off;
-			b = off + len;
-			if (g && g->unit)
-				widen(f, g, &a, &b);
-			rc = fn(ctx, a, pos, b - a);
+			rc = fn(ctx, off, pos, len);
 			if (rc)
 				return rc;
 		}
