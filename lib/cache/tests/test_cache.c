@@ -528,6 +528,29 @@ static void test_warm_trim(void **state)
 
 /* Ranges in the order they are wanted: merged into max_io runs (gaps filled
  * while the run stays half wanted), most wanted first, at most the budget. */
+/* Many small ranges in few segments (a profile's pages) do not crowd out a
+ * later range's segment: 4096 ranges of 16 bytes in segment 0 (more than 4
+ * entries a segment of the budget), then one in segment 9. */
+static void test_prefetch_ranges_many_small(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 4u << 20 };
+	static struct cairn_range pages[4097];
+	struct cairn_cache_stats st;
+	struct rig r;
+
+	(void)state;
+	rig_open(&r, 8u << 20, &cfg, 0);
+	for (size_t i = 0; i < 4096; i++)
+		pages[i] = (struct cairn_range){ i * 16, 16 };
+	pages[4096] = (struct cairn_range){ 65536 * 9, 100 };
+	assert_int_equal(cairn_cache_prefetch_ranges(r.cache, pages, 4097), 2 * 65536);
+	cairn_cache_drain(r.cache);
+	check_read(&r, 65536 * 9, 100, NULL);
+	cairn_cache_get_stats(r.cache, &st);
+	assert_int_equal(st.misses, 0);
+	rig_close(&r);
+}
+
 static void test_prefetch_ranges(void **state)
 {
 	struct cairn_cache_config cfg = { .segment_size = 65536, .budget_bytes = 4u << 20 };
@@ -909,6 +932,7 @@ int main(void)
 		cmocka_unit_test(test_bounce_pool_resident),
 		cmocka_unit_test(test_warm_trim),
 		cmocka_unit_test(test_prefetch_ranges),
+		cmocka_unit_test(test_prefetch_ranges_many_small),
 		cmocka_unit_test(test_prefetch_ranges_held),
 		cmocka_unit_test(test_prefetch_ranges_vectors),
 		cmocka_unit_test(test_split_read_in_parallel),
