@@ -646,6 +646,79 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
 	return read_piece(img, idx, c, &ch, x->buf + (pos - x->off), (size_t)n, coff, x->flags);
 }
 
+/* ---- a read of several chunks ----
+ *
+ * A read of several own chunks (the kernel's read-ahead windows, up to 1 MiB)
+ * walked chunk by chunk would miss the segment cache at each chunk whose
+ * stored bytes start a new segment: two or three device round trips one after
+ * the other, with a decompression between each, where a network disk pays its
+ * latency every time. So the stored bytes of the chunks the read must
+ * decompress are fetched first, in one demand request (the cache merges
+ * neighbouring misses), and every such chunk but the first goes to the
+ * read-ahead workers, which decompress them on the other cores while this
+ * thread decompresses the first. Chunks already decompressed are left out;
+ * chunks far apart on the device (a file cut by --order's hot ranges) are
+ * fetched as before, one by one. */
+#define SPREAD_MAX 16u /* chunks of one read: 1 MiB of 64 KiB chunks */
+
+struct spread {
+	uint64_t idx[SPREAD_MAX];
+	struct cairn_rchunk c[SPREAD_MAX];
+	unsigned n;
+	uint64_t lo, hi, stored; /* device span of the chunks, and their stored bytes */
+};
+
+/* The compressed own chunks of [off, end) not decompressed yet, into s. */
+static int spread_list(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+		       uint64_t end, struct spread *s)
+{
+	uint64_t own = own_bytes(img, r);
+
+	s->n = 0;
+	s->stored = 0;
+	for (uint64_t pos = off; pos < end && pos < own && s->n < SPREAD_MAX;) {
+		struct cairn_rchunk c;
+		uint64_t idx, start;
+		int rc = cairn_image_chunk_at(img, r, pos, &idx, &start, &c);
+
+		if (rc)
+			return rc;
+		pos = start + c.ulen;
+		if ((c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4) ||
+		    cairn_zcache_present(img->zc, idx))
+			continue;
+		if (!s->n || c.disk_off < s->lo)
+			s->lo = c.disk_off;
+		if (!s->n || c.disk_off + c.stored_len > s->hi)
+			s->hi = c.disk_off + c.stored_len;
+		s->stored += c.stored_len;
+		s->idx[s->n] = idx;
+		s->c[s->n++] = c;
+	}
+	return 0;
+}
+
+static void read_spread(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+			uint64_t end, const struct cairn_cache_hint *fh)
+{
+	struct spread s;
+	void *tmp;
+
+	if (end - off <= img->chunk_size || spread_list(img, r, off, end, &s) || s.n < 2)
+		return;
+	/* Back to back, or nearly: one request pays for itself. */
+	if (s.hi - s.lo > 2 * s.stored)
+		return;
+	tmp = malloc(s.hi - s.lo);
+	if (!tmp)
+		return; /* advice: the walk reads them one by one */
+	/* A failure is the walk's to see and report. */
+	(void)cairn_image_dev_read(img, tmp, s.hi - s.lo, s.lo, fh);
+	free(tmp);
+	for (unsigned i = 1; i < s.n; i++)
+		ahead_queue(img, s.idx[i], &s.c[i], fh);
+}
+
 int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off,
 			     unsigned flags)
@@ -655,7 +728,14 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 	 * read-ahead, a push of a hot range) wherever it starts. */
 	int seq = !(flags & CAIRN_READ_ALONE) &&
 		  (cairn_image_stream_follows(img, ino, off, len, 1) || len >= img->chunk_size);
-	int rc = walk_pieces(img, r, off, off + len, read_one, &x);
+	int rc;
+
+	if (!(flags & CAIRN_READ_CACHED) && len > img->chunk_size) {
+		file_hint(img, r, &x.fh);
+		x.have_fh = 1;
+		read_spread(img, r, off, off + len, &x.fh);
+	}
+	rc = walk_pieces(img, r, off, off + len, read_one, &x);
 
 	if (!rc && seq && x.last_start != ~(uint64_t)0) /* ended at the end of an own chunk */
 		read_ahead(img, r, x.last_start, len, &x.fh);
