@@ -316,13 +316,20 @@ static int by_disk_off(const void *x, const void *y)
 	return a->disk_off < b->disk_off ? -1 : a->disk_off > b->disk_off;
 }
 
+/* Whether chunk c's stored bytes start in the hot prefix. */
+static int in_hot_prefix(const struct cairn_image *img, const struct cairn_rchunk *c)
+{
+	return c->codec != CAIRN_CODEC_ZERO && c->disk_off >= img->hot_off &&
+	       c->disk_off - img->hot_off < img->hot_len;
+}
+
 /* The hot prefix's compressed chunks, in disk order, within the budget (no lock
  * held; a->stop is looked at now and then, so a close does not wait for a walk
  * of a hostile table). */
 static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **out, size_t *n)
 {
 	struct cairn_image *img = a->img;
-	uint64_t hot_end = img->hot_off + img->hot_len, seen = 0, sum = 0;
+	uint64_t seen = 0, sum = 0;
 	struct hot_rec *v = NULL;
 	size_t k = 0, cap = 0, keep = 0;
 	int stop = 0;
@@ -337,7 +344,7 @@ static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **o
 		}
 		if (cairn_image_chunk_load(img, idx, &c))
 			break; /* the demand reader reports it */
-		if (c.codec == CAIRN_CODEC_ZERO || c.disk_off < img->hot_off || c.disk_off >= hot_end)
+		if (!in_hot_prefix(img, &c))
 			continue;
 		seen += c.stored_len;
 		if (c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4)
@@ -540,19 +547,26 @@ static void ahead_queue(struct cairn_image *img, uint64_t idx, const struct cair
 
 /* After a read of len bytes that ended at the end of own chunk j: queue the
  * chunks a read as long as this one will need next (at least one, at most
- * AHEAD_MAX), so the worker stays ahead of a reader of 1 MiB requests. */
+ * AHEAD_MAX), so the worker stays ahead of a reader of 1 MiB requests. Not
+ * from a chunk of the hot prefix into the cold chunks after it: the traced
+ * program did not read those, and on a network disk each costs a request
+ * of its own beside the prefix's large ones (the push of libjvm.so's hot
+ * ranges fetched three such cold chunks for every Java start). */
 #define AHEAD_MAX (AHEAD_QUEUE / 2)
 static void read_ahead(struct cairn_image *img, const struct cairn_rinode *r, uint64_t start,
 		       size_t len, const struct cairn_cache_hint *hint)
 {
-	uint64_t want = len >> img->chunk_log2, next = start + img->chunk_size;
+	uint64_t want = len >> img->chunk_log2, next = start + img->chunk_size, idx, at;
+	struct cairn_rchunk c;
+	int from_hot;
 
+	if (cairn_image_chunk_at(img, r, start, &idx, &at, &c))
+		return;
+	from_hot = in_hot_prefix(img, &c);
 	want = want < 1 ? 1 : want > AHEAD_MAX ? AHEAD_MAX : want;
 	for (; want-- && next < own_bytes(img, r); next += img->chunk_size) {
-		struct cairn_rchunk c;
-		uint64_t idx, at;
-
-		if (cairn_image_chunk_at(img, r, next, &idx, &at, &c))
+		if (cairn_image_chunk_at(img, r, next, &idx, &at, &c) ||
+		    (from_hot && !in_hot_prefix(img, &c)))
 			return;
 		if (c.codec == CAIRN_CODEC_ZSTD || c.codec == CAIRN_CODEC_LZ4)
 			ahead_queue(img, idx, &c, hint);

@@ -298,6 +298,35 @@ static void test_multi_chunk_read_one_request(void **state)
 	free(b.buf);
 }
 
+/* Read-ahead stays in the hot prefix: a read that ends at the end of a hot
+ * chunk (the push of a hot range, a program's window) queues none of the cold
+ * chunks after it (the traced program did not read them, and each is a
+ * device request of its own); in the cold part it reads ahead as before. */
+static void test_no_readahead_out_of_hot(void **state)
+{
+	struct built b;
+	struct cairn_image *img;
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t big;
+	char buf[16384];
+
+	(void)state;
+	/* /big's chunk 0 hot, its chunks 1.. cold. */
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14, "/big 0 4096\n");
+	img = open_buf(&b);
+	big = ino_of(img, "/big");
+	assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 0), sizeof(buf));
+	st = drained_stats(img);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.readahead, 0);
+	assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 16384), sizeof(buf));
+	st = drained_stats(img);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.readahead, 1); /* chunk 2, cold after cold */
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 /* Use-once: a decompressed chunk is dropped once all its bytes were delivered
  * (the kernel's page cache has them), not before; the file's tail, packed in a
  * fragment with other files' tails, stays until all of the fragment was. */
@@ -866,6 +895,7 @@ int main(void)
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_multi_chunk_read_one_request),
+		cmocka_unit_test(test_no_readahead_out_of_hot),
 		cmocka_unit_test(test_hostile_records),
 		cmocka_unit_test(test_hostile_fragment),
 		cmocka_unit_test(test_overlap),
