@@ -672,8 +672,11 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
  * read-ahead workers, which decompress them on the other cores while this
  * thread decompresses the first. Chunks already decompressed are left out;
  * chunks far apart on the device (a file cut by --order's hot ranges) are
- * fetched as before, one by one. */
+ * fetched as before, one by one. The request spans at most 1 MiB (the
+ * cache's default max_io), so its buffer stays small whatever the chunk size
+ * or the length of a library caller's read. */
 #define SPREAD_MAX 16u /* chunks of one read: 1 MiB of 64 KiB chunks */
+#define SPREAD_SPAN_MAX (1u << 20) /* device bytes read for them: one max_io request */
 
 struct spread {
 	uint64_t idx[SPREAD_MAX];
@@ -692,7 +695,7 @@ static int spread_list(struct cairn_image *img, const struct cairn_rinode *r, ui
 	s->stored = 0;
 	for (uint64_t pos = off; pos < end && pos < own && s->n < SPREAD_MAX;) {
 		struct cairn_rchunk c;
-		uint64_t idx, start;
+		uint64_t idx, start, lo, hi;
 		int rc = cairn_image_chunk_at(img, r, pos, &idx, &start, &c);
 
 		if (rc)
@@ -701,10 +704,12 @@ static int spread_list(struct cairn_image *img, const struct cairn_rinode *r, ui
 		if ((c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4) ||
 		    cairn_zcache_present(img->zc, idx))
 			continue;
-		if (!s->n || c.disk_off < s->lo)
-			s->lo = c.disk_off;
-		if (!s->n || c.disk_off + c.stored_len > s->hi)
-			s->hi = c.disk_off + c.stored_len;
+		lo = s->n && s->lo < c.disk_off ? s->lo : c.disk_off;
+		hi = s->n && s->hi > c.disk_off + c.stored_len ? s->hi : c.disk_off + c.stored_len;
+		if (hi - lo > SPREAD_SPAN_MAX)
+			break; /* the rest is fetched by the walk, as before */
+		s->lo = lo;
+		s->hi = hi;
 		s->stored += c.stored_len;
 		s->idx[s->n] = idx;
 		s->c[s->n++] = c;
