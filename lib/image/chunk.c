@@ -316,13 +316,20 @@ static int by_disk_off(const void *x, const void *y)
 	return a->disk_off < b->disk_off ? -1 : a->disk_off > b->disk_off;
 }
 
+/* Whether chunk c's stored bytes start in the hot prefix. */
+static int in_hot_prefix(const struct cairn_image *img, const struct cairn_rchunk *c)
+{
+	return c->codec != CAIRN_CODEC_ZERO && c->disk_off >= img->hot_off &&
+	       c->disk_off - img->hot_off < img->hot_len;
+}
+
 /* The hot prefix's compressed chunks, in disk order, within the budget (no lock
  * held; a->stop is looked at now and then, so a close does not wait for a walk
  * of a hostile table). */
 static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **out, size_t *n)
 {
 	struct cairn_image *img = a->img;
-	uint64_t hot_end = img->hot_off + img->hot_len, seen = 0, sum = 0;
+	uint64_t seen = 0, sum = 0;
 	struct hot_rec *v = NULL;
 	size_t k = 0, cap = 0, keep = 0;
 	int stop = 0;
@@ -337,7 +344,7 @@ static void hot_list(struct cairn_zahead *a, uint64_t budget, struct hot_rec **o
 		}
 		if (cairn_image_chunk_load(img, idx, &c))
 			break; /* the demand reader reports it */
-		if (c.codec == CAIRN_CODEC_ZERO || c.disk_off < img->hot_off || c.disk_off >= hot_end)
+		if (!in_hot_prefix(img, &c))
 			continue;
 		seen += c.stored_len;
 		if (c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4)
@@ -540,19 +547,26 @@ static void ahead_queue(struct cairn_image *img, uint64_t idx, const struct cair
 
 /* After a read of len bytes that ended at the end of own chunk j: queue the
  * chunks a read as long as this one will need next (at least one, at most
- * AHEAD_MAX), so the worker stays ahead of a reader of 1 MiB requests. */
+ * AHEAD_MAX), so the worker stays ahead of a reader of 1 MiB requests. Not
+ * from a chunk of the hot prefix into the cold chunks after it: the traced
+ * program did not read those, and on a network disk each costs a request
+ * of its own beside the prefix's large ones (the push of libjvm.so's hot
+ * ranges fetched three such cold chunks for every Java start). */
 #define AHEAD_MAX (AHEAD_QUEUE / 2)
 static void read_ahead(struct cairn_image *img, const struct cairn_rinode *r, uint64_t start,
 		       size_t len, const struct cairn_cache_hint *hint)
 {
-	uint64_t want = len >> img->chunk_log2, next = start + img->chunk_size;
+	uint64_t want = len >> img->chunk_log2, next = start + img->chunk_size, idx, at;
+	struct cairn_rchunk c;
+	int from_hot;
 
+	if (cairn_image_chunk_at(img, r, start, &idx, &at, &c))
+		return;
+	from_hot = in_hot_prefix(img, &c);
 	want = want < 1 ? 1 : want > AHEAD_MAX ? AHEAD_MAX : want;
 	for (; want-- && next < own_bytes(img, r); next += img->chunk_size) {
-		struct cairn_rchunk c;
-		uint64_t idx, at;
-
-		if (cairn_image_chunk_at(img, r, next, &idx, &at, &c))
+		if (cairn_image_chunk_at(img, r, next, &idx, &at, &c) ||
+		    (from_hot && !in_hot_prefix(img, &c)))
 			return;
 		if (c.codec == CAIRN_CODEC_ZSTD || c.codec == CAIRN_CODEC_LZ4)
 			ahead_queue(img, idx, &c, hint);
@@ -646,6 +660,84 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
 	return read_piece(img, idx, c, &ch, x->buf + (pos - x->off), (size_t)n, coff, x->flags);
 }
 
+/* ---- a read of several chunks ----
+ *
+ * A read of several own chunks (the kernel's read-ahead windows, up to 1 MiB)
+ * walked chunk by chunk would miss the segment cache at each chunk whose
+ * stored bytes start a new segment: two or three device round trips one after
+ * the other, with a decompression between each, where a network disk pays its
+ * latency every time. So the stored bytes of the chunks the read must
+ * decompress are fetched first, in one demand request (the cache merges
+ * neighbouring misses), and every such chunk but the first goes to the
+ * read-ahead workers, which decompress them on the other cores while this
+ * thread decompresses the first. Chunks already decompressed are left out;
+ * chunks far apart on the device (a file cut by --order's hot ranges) are
+ * fetched as before, one by one. The request spans at most 1 MiB (the
+ * cache's default max_io), so its buffer stays small whatever the chunk size
+ * or the length of a library caller's read. */
+#define SPREAD_MAX 16u /* chunks of one read: 1 MiB of 64 KiB chunks */
+#define SPREAD_SPAN_MAX (1u << 20) /* device bytes read for them: one max_io request */
+
+struct spread {
+	uint64_t idx[SPREAD_MAX];
+	struct cairn_rchunk c[SPREAD_MAX];
+	unsigned n;
+	uint64_t lo, hi, stored; /* device span of the chunks, and their stored bytes */
+};
+
+/* The compressed own chunks of [off, end) not decompressed yet, into s. */
+static int spread_list(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+		       uint64_t end, struct spread *s)
+{
+	uint64_t own = own_bytes(img, r);
+
+	s->n = 0;
+	s->stored = 0;
+	for (uint64_t pos = off; pos < end && pos < own && s->n < SPREAD_MAX;) {
+		struct cairn_rchunk c;
+		uint64_t idx, start, lo, hi;
+		int rc = cairn_image_chunk_at(img, r, pos, &idx, &start, &c);
+
+		if (rc)
+			return rc;
+		pos = start + c.ulen;
+		if ((c.codec != CAIRN_CODEC_ZSTD && c.codec != CAIRN_CODEC_LZ4) ||
+		    cairn_zcache_present(img->zc, idx))
+			continue;
+		lo = s->n && s->lo < c.disk_off ? s->lo : c.disk_off;
+		hi = s->n && s->hi > c.disk_off + c.stored_len ? s->hi : c.disk_off + c.stored_len;
+		if (hi - lo > SPREAD_SPAN_MAX)
+			break; /* the rest is fetched by the walk, as before */
+		s->lo = lo;
+		s->hi = hi;
+		s->stored += c.stored_len;
+		s->idx[s->n] = idx;
+		s->c[s->n++] = c;
+	}
+	return 0;
+}
+
+static void read_spread(struct cairn_image *img, const struct cairn_rinode *r, uint64_t off,
+			uint64_t end, const struct cairn_cache_hint *fh)
+{
+	struct spread s;
+	void *tmp;
+
+	if (end - off <= img->chunk_size || spread_list(img, r, off, end, &s) || s.n < 2)
+		return;
+	/* Back to back, or nearly: one request pays for itself. */
+	if (s.hi - s.lo > 2 * s.stored)
+		return;
+	tmp = malloc(s.hi - s.lo);
+	if (!tmp)
+		return; /* advice: the walk reads them one by one */
+	/* A failure is the walk's to see and report. */
+	(void)cairn_image_dev_read(img, tmp, s.hi - s.lo, s.lo, fh);
+	free(tmp);
+	for (unsigned i = 1; i < s.n; i++)
+		ahead_queue(img, s.idx[i], &s.c[i], fh);
+}
+
 int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 			     const struct cairn_rinode *r, char *buf, size_t len, uint64_t off,
 			     unsigned flags)
@@ -655,7 +747,14 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 	 * read-ahead, a push of a hot range) wherever it starts. */
 	int seq = !(flags & CAIRN_READ_ALONE) &&
 		  (cairn_image_stream_follows(img, ino, off, len, 1) || len >= img->chunk_size);
-	int rc = walk_pieces(img, r, off, off + len, read_one, &x);
+	int rc;
+
+	if (!(flags & CAIRN_READ_CACHED) && len > img->chunk_size) {
+		file_hint(img, r, &x.fh);
+		x.have_fh = 1;
+		read_spread(img, r, off, off + len, &x.fh);
+	}
+	rc = walk_pieces(img, r, off, off + len, read_one, &x);
 
 	if (!rc && seq && x.last_start != ~(uint64_t)0) /* ended at the end of an own chunk */
 		read_ahead(img, r, x.last_start, len, &x.fh);

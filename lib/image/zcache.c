@@ -438,6 +438,16 @@ int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zca
 	return 0;
 }
 
+int cairn_zcache_present(struct cairn_zcache *z, uint64_t key)
+{
+	int found;
+
+	pthread_mutex_lock(&z->lock);
+	found = find(z, key) != NULL;
+	pthread_mutex_unlock(&z->lock);
+	return found;
+}
+
 int cairn_zcache_prefetch(struct cairn_zcache *z, uint64_t key, size_t len,
 			  cairn_zcache_load_fn fn, void *ctx)
 {

@@ -53,6 +53,9 @@ void cairn_zcache_set_slot(struct cairn_zcache *z, size_t slot);
 int cairn_zcache_get(struct cairn_zcache *z, uint64_t key, size_t len, cairn_zcache_load_fn fn,
 		     void *ctx, struct cairn_zentry **out, const void **data);
 void cairn_zcache_put(struct cairn_zcache *z, struct cairn_zentry *e);
+/* Whether chunk key is cached or being loaded, without waiting, counting or
+ * touching its place in the LRU (a reader planning its device requests). */
+int cairn_zcache_present(struct cairn_zcache *z, uint64_t key);
 /* Read-ahead: loads chunk key through fn unless it is cached or being loaded
  * already, or was dropped once wholly delivered (then returns at once: the
  * reader has it); the entry is left unheld in the cache. */

@@ -41,5 +41,19 @@ echo "pushed $pushed bytes; cache resident after the push: $res bytes"
 [ "$res" -le $((hot / 2)) ] || fail "the cache still holds $res bytes after pushing $hot (bound $((hot / 2)))"
 # And what was dropped reads back right (from the kernel, or fetched again).
 cmp "$SRC/hot/f3" "$M/hot/f3" || fail "hot/f3 reads back wrong"
+# The kernel's read-ahead of the mount (docs/MOUNT.md): 16 KiB with the hot
+# prefix prefetched, so that a fault next to a hot range does not read around
+# into cold data; 4096 KiB without prefetch.
+ra_of() {
+  d=$(stat -c %d "$M")
+  cat "/sys/class/bdi/$((d >> 8)):$((d & 255))/read_ahead_kb" 2>/dev/null || echo none
+}
+ra=$(ra_of)
+[ "$ra" = none ] || [ "$ra" -eq 16 ] || fail "read_ahead_kb $ra with -o prefetch of an ordered image (want 16)"
+umnt "$M"
+mnt "$M" "$WORK/img.cairn" || fail "mount"
+cat "$M/hot/f0" > /dev/null || fail "read hot/f0"
+ra=$(ra_of)
+[ "$ra" = none ] || [ "$ra" -eq 4096 ] || fail "read_ahead_kb $ra without prefetch (want 4096)"
 umnt "$M"
 echo "lean_push: ok"

@@ -33,6 +33,7 @@
 #include "../cairn/cli.h"
 
 #define READ_AHEAD_KB 4096
+#define READ_AHEAD_PREFETCH_KB 16
 #define DAEMON_READAHEAD (256u << 10)
 #define MAX_THREADS 10 /* libfuse's own default */
 #define DAEMON_BUDGET (12u << 20)
@@ -214,14 +215,25 @@ static void *sig_main(void *arg)
 
 /* The bdi read-ahead for this mount, in KiB; -1 keeps the kernel's default. A
  * traced mount turns it off, so the trace records the pages the program itself
- * read, not read-ahead windows around them. A prefetched mount keeps the small
- * default: the pages it needs are pushed ahead of it (push.c), and a page
- * outside the hot prefix should not pull a large window of cold data with it. */
+ * read, not read-ahead windows around them. A prefetched mount keeps at most
+ * the small default: the pages it needs are pushed ahead of it (push.c), and a
+ * page outside the hot ranges should not pull a window of cold data with it.
+ * For the hot prefix of an ordered image even the kernel's 128 KiB was too
+ * much: a fault next to a hot range read around into a cold chunk of the
+ * file, and the READ, with the page the program waits for, then waited for
+ * that chunk's request behind the prefix's on a network disk (Java Hello,
+ * zstd ordered + prefetch: 17 -> 13 requests; docs/bench/compression.md). A
+ * reader of cold data loses little: a page read alone pushes the rest of its
+ * chunk or segment (push.c). A profile (learnt from read-ahead windows, and
+ * made for remote images, where each extra request costs 20 ms) keeps the
+ * kernel's default. */
 static int read_ahead_kb(const struct daemon *cf)
 {
 	if (cf->trace && !cf->learn_default)
 		return 0;
-	return cf->prefetching ? -1 : READ_AHEAD_KB;
+	if (!cf->prefetching)
+		return READ_AHEAD_KB;
+	return cf->profiled ? -1 : READ_AHEAD_PREFETCH_KB;
 }
 
 /* Writes val to the mount's /sys/class/bdi/MAJ:MIN/<knob>; quietly does nothing
@@ -511,7 +523,7 @@ static int load_profile(struct daemon *cf, const struct mount_opts *o)
 		cf->shipped_used = rc == 0;
 	}
 	if (rc == 0)
-		cf->prefetching = 1;
+		cf->prefetching = cf->profiled = 1;
 	return 0;
 }
 

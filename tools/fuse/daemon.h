@@ -34,6 +34,7 @@ struct daemon {
 	struct trace *trace;      /* NULL unless trace= */
 	struct push *push;        /* NULL without an image, or when tracing (trace=) */
 	int prefetching;                /* -o prefetch, or a profile was loaded */
+	int profiled;                   /* a profile was loaded: its ranges are prefetched */
 	int compressed;                 /* the image has compressed chunks */
 	struct cairn_profile_stats profile; /* what the loaded profile matched */
 	char *learn_path;               /* learn=: the profile, absolute (malloc'd) */

@@ -226,6 +226,107 @@ static void test_random_no_readahead(void **state)
 	free(b.buf);
 }
 
+/* Bytes that compress to about half: a random low nibble. */
+static unsigned char half_byte(size_t i)
+{
+	uint32_t x = (uint32_t)i * 2654435761u;
+
+	x ^= x >> 15;
+	return (unsigned char)((x * 2246822519u) >> 28);
+}
+
+/* An image of one 2 MiB file of half_byte()s, in 16 KiB zstd chunks. */
+static struct built build_half(void)
+{
+	char dir[] = "/tmp/cairn-half-XXXXXX", path[64];
+	struct built b;
+	FILE *f;
+
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(path, sizeof(path), "%s/half", dir);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	for (size_t i = 0; i < 2048 * 1024; i++)
+		fputc(half_byte(i), f);
+	assert_int_equal(fclose(f), 0);
+	b.buf = hostile_mkfs_with(dir, CAIRN_MKFS_ZSTD, -1, 14, NULL, 1, &b.len);
+	unlink(path);
+	rmdir(dir);
+	return b;
+}
+
+/* A read of several compressed chunks fetches all their stored bytes in one
+ * device request. Walked one by one, the first chunk's miss fetched its own
+ * bytes and the next one's the rest: two round trips one after the other,
+ * where a network disk pays its latency each time. Each chunk is still
+ * decompressed once, by the reader or a read-ahead worker. */
+static void test_multi_chunk_read_one_request(void **state)
+{
+	struct built b = build_half();
+	/* Small segments and no whole-file fetch: the stored bytes of 8 chunks
+	 * span many segments, as 1 MiB of 128 KiB chunks spans several
+	 * 128 KiB segments. */
+	struct cairn_cache_config cc = { .segment_size = 512, .small_file = 512 };
+	struct cairn_cache_stats cs;
+	struct cairn_chunk_cache_stats st;
+	struct cairn_image *img = NULL;
+	cairn_ino_t ino;
+	uint64_t req;
+	char *buf = malloc(8 * 16384);
+
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(hostile_open(b.buf, b.len, NULL, &cc, NULL, &img), 0);
+	ino = ino_of(img, "/half");
+	cairn_cache_get_stats(cairn_image_cache(img), &cs);
+	req = cs.requests;
+	/* Read alone: no read-ahead past it, so every request is the read's. */
+	assert_int_equal(cairn_image_read_flags(img, ino, buf, 8 * 16384, 64 * 16384,
+						CAIRN_READ_ALONE), 8 * 16384);
+	for (size_t i = 0; i < 8 * 16384; i++)
+		if ((unsigned char)buf[i] != half_byte(64 * 16384 + i))
+			fail_msg("byte %zu differs", i);
+	st = drained_stats(img);
+	cairn_cache_drain(cairn_image_cache(img));
+	cairn_cache_get_stats(cairn_image_cache(img), &cs);
+	assert_int_equal(cs.requests - req, 1);
+	assert_int_equal(st.decompressed_bytes, 8 * 16384);
+	assert_int_equal(st.misses + st.readahead, 8);
+	cairn_image_close(img);
+	free(buf);
+	free(b.buf);
+}
+
+/* Read-ahead stays in the hot prefix: a read that ends at the end of a hot
+ * chunk (the push of a hot range, a program's window) queues none of the cold
+ * chunks after it (the traced program did not read them, and each is a
+ * device request of its own); in the cold part it reads ahead as before. */
+static void test_no_readahead_out_of_hot(void **state)
+{
+	struct built b;
+	struct cairn_image *img;
+	struct cairn_chunk_cache_stats st;
+	cairn_ino_t big;
+	char buf[16384];
+
+	(void)state;
+	/* /big's chunk 0 hot, its chunks 1.. cold. */
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14, "/big 0 4096\n");
+	img = open_buf(&b);
+	big = ino_of(img, "/big");
+	assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 0), sizeof(buf));
+	st = drained_stats(img);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.readahead, 0);
+	assert_int_equal(cairn_image_read(img, big, buf, sizeof(buf), 16384), sizeof(buf));
+	st = drained_stats(img);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.readahead, 1); /* chunk 2, cold after cold */
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 /* Use-once: a decompressed chunk is dropped once all its bytes were delivered
  * (the kernel's page cache has them), not before; the file's tail, packed in a
  * fragment with other files' tails, stays until all of the fragment was. */
@@ -793,6 +894,8 @@ int main(void)
 		cmocka_unit_test(test_span_and_random),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_multi_chunk_read_one_request),
+		cmocka_unit_test(test_no_readahead_out_of_hot),
 		cmocka_unit_test(test_hostile_records),
 		cmocka_unit_test(test_hostile_fragment),
 		cmocka_unit_test(test_overlap),
