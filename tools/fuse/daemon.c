@@ -216,9 +216,12 @@ static void *sig_main(void *arg)
  * traced mount turns it off, so the trace records the pages the program itself
  * read, not read-ahead windows around them. A prefetched mount keeps the small
  * default: the pages it needs are pushed ahead of it (push.c), and a page
- * outside the hot prefix should not pull a large window of cold data with it. */
+ * outside the hot prefix should not pull a large window of cold data with it.
+ * -o read_ahead= overrides all of these. */
 static int read_ahead_kb(const struct daemon *cf)
 {
+	if (cf->o->read_ahead_kb >= 0)
+		return (int)cf->o->read_ahead_kb;
 	if (cf->trace && !cf->learn_default)
 		return 0;
 	return cf->prefetching ? -1 : READ_AHEAD_KB;
