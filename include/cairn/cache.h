@@ -34,8 +34,6 @@ struct cairn_cache_config {
 	unsigned threads;       /* readahead workers; 0 = default (4) */
 	size_t small_file;      /* a file (hint range) this small, or the rest of one, is
 				   fetched whole on its first miss; 0 = default (256 KiB) */
-	size_t read_around;     /* a miss that is no stream's, in a larger file, also
-				   fetches this window around it in the background; 0 = none */
 };
 #define CAIRN_CACHE_OFF ((size_t)-1)
 

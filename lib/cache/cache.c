@@ -94,7 +94,6 @@ int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg
 		c->ra_unit = S;
 	c->ra_max = d.readahead_max ? d.readahead_max : DEFAULT_RA_MAX;
 	c->small_file = d.small_file ? d.small_file : DEFAULT_SMALL_FILE;
-	c->read_around = round_up(d.read_around, c->ra_unit);
 	c->nthreads = d.threads ? d.threads : DEFAULT_THREADS;
 	if (!c->passthrough && cairn_bdev_verify_granule(dev) &&
 	    cairn_bdev_verify_granule(dev) <= S && dev->below)
@@ -569,11 +568,10 @@ static int cmp_seg_idx(const void *a, const void *b)
  * the workers ahead of readahead and travels beside the one fetched here: a
  * read that is not segment-aligned (9 segments for 1 MiB) or that meets a
  * segment claimed by another read costs one round trip, not one per run (20 ms
- * each to a remote server). With `queue_all` the first run goes to the workers
- * too, so that what the caller queues next goes out after it. Errors show in
- * the claims' state; hash_ns gets the time the reader hashed here. */
+ * each to a remote server). Errors show in the claims' state; hash_ns gets the
+ * time the reader hashed here. */
 static void fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64_t own_lo,
-			 uint64_t own_hi, int queue_all, uint64_t *hash_ns)
+			 uint64_t own_hi, uint64_t *hash_ns)
 {
 	size_t per = c->max_io >> c->seg_shift, first = 0;
 
@@ -582,7 +580,7 @@ static void fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64
 
 		while (i + k < n && k < per && s[i + k]->idx == s[i + k - 1]->idx + 1)
 			k++;
-		if (i == 0 && !queue_all)
+		if (i == 0)
 			first = k;
 		else
 			queue_demand(c, s + i, k, own_lo, own_hi);
@@ -592,48 +590,18 @@ static void fetch_claims(struct cairn_cache *c, struct seg **s, size_t n, uint64
 		(void)fetch_run(c, s, first, own_lo, own_hi, hash_ns);
 }
 
-/* Claim and queue the segments of [lo, hi) not in the table yet. */
-static void queue_range(struct cairn_cache *c, uint64_t lo, uint64_t hi)
-{
-	struct seg_vec v;
-
-	if (hi <= lo)
-		return;
-	seg_vec_init(&v);
-	claim_range(c, lo >> c->seg_shift, (hi - 1) >> c->seg_shift, &v);
-	queue_claims(c, v.v, v.n);
-	seg_vec_free(&v);
-}
-
 /* Claim and queue the readahead a plan asks for, from `from` on. */
 static void start_readahead(struct cairn_cache *c, const struct ra_plan *p, uint64_t from)
 {
-	queue_range(c, p->ra_lo > from ? p->ra_lo : from, p->ra_hi);
-}
+	uint64_t lo = p->ra_lo > from ? p->ra_lo : from;
+	struct seg_vec v;
 
-/* The read-around of a miss that is no stream's (a page fault in an mmap'd
- * file, mostly): the read_around window centred on [want_lo, want_hi), on
- * ra_unit boundaries of the file and within it, less what the miss fetches
- * itself. The miss goes out alone first, so its reader waits for one small
- * request, not for the window (the kernel's own 4 MiB read-around of such a
- * fault is sent as one wave of 1 MiB reads, the faulting page mid-window);
- * the rest follows in the background, where the next faults near it find it. */
-static void start_read_around(struct cairn_cache *c, const struct cairn_cache_hint *hint,
-			      uint64_t want_lo, uint64_t want_hi)
-{
-	uint64_t base, lo, hi, hhi, half = c->read_around / 2;
-
-	if (!c->read_around || !hint_valid(hint, want_lo))
+	if (p->ra_hi <= lo)
 		return;
-	hhi = hint->hi < c->dev_size ? hint->hi : c->dev_size;
-	if (hhi - hint->lo <= c->small_file)
-		return; /* fetched whole already */
-	base = hint->lo & ~(uint64_t)(c->seg_size - 1);
-	lo = want_lo - base > half ? want_lo - half : base;
-	lo = base + (lo - base) / c->ra_unit * c->ra_unit;
-	hi = lo + c->read_around < hhi ? lo + c->read_around : hhi;
-	queue_range(c, want_hi, hi);
-	queue_range(c, lo > hint->lo ? lo : hint->lo, want_lo & ~(uint64_t)(c->seg_size - 1));
+	seg_vec_init(&v);
+	claim_range(c, lo >> c->seg_shift, (p->ra_hi - 1) >> c->seg_shift, &v);
+	queue_claims(c, v.v, v.n);
+	seg_vec_free(&v);
 }
 
 /* Extend a missing read: small files whole, the rest of a nearly read file,
@@ -722,8 +690,7 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	struct seg_vec own, waits, all, *fetch_list = &own;
 	struct ra_plan plan = { 0 };
 	uint64_t ra_from = (last + 1) << c->seg_shift, hash_ns = 0;
-	uint64_t around_lo = first << c->seg_shift; /* the first byte this read fetches */
-	int err = 0, miss = 0, around;
+	int err = 0, miss = 0;
 
 	seg_vec_init(&own);
 	seg_vec_init(&waits);
@@ -776,10 +743,8 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 		seg_vec_init(&all);
 		for (size_t i = 0; i < own.n && !err; i++)
 			err = seg_vec_push(&all, own.v[i]);
-		if (!err && (want_lo >> c->seg_shift) < first) {
+		if (!err && (want_lo >> c->seg_shift) < first)
 			claim_range(c, want_lo >> c->seg_shift, first - 1, &all);
-			around_lo = want_lo >> c->seg_shift << c->seg_shift;
-		}
 		if (!err && want_hi > (last + 1) << c->seg_shift) {
 			claim_range(c, last + 1, (want_hi - 1) >> c->seg_shift, &all);
 			ra_from = want_hi;
@@ -795,9 +760,8 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	 * A failure shows in our own claims' state below; one that hit only the
 	 * extension claims is not this read's (a bad granule next door must not
 	 * fail it). */
-	around = !err && miss && !plan.sync_hi && !plan.ra_hi && c->read_around;
 	if (fetch_list->n)
-		fetch_claims(c, fetch_list->v, fetch_list->n, first, last, around, &hash_ns);
+		fetch_claims(c, fetch_list->v, fetch_list->n, first, last, &hash_ns);
 	if (fetch_list == &all)
 		seg_vec_free(&all);
 	/* Readahead starts past this read's own segments and the ones it was
@@ -806,8 +770,6 @@ static ssize_t slow_read(struct cairn_cache *c, unsigned char *buf, uint64_t off
 	 * fetched again for it. */
 	if (!err && plan.ra_hi)
 		start_readahead(c, &plan, ra_from);
-	else if (around)
-		start_read_around(c, hint, around_lo, ra_from);
 	for (size_t i = 0; i < own.n; i++) {
 		int rc = wait_and_copy(c, own.v[i], buf, off, end, &hash_ns); /* a worker may fetch it */
 

@@ -98,7 +98,6 @@ struct cairn_cache {
 	size_t ra_unit;             /* streams end on these boundaries: max_io, at most 1 MiB */
 	size_t ra_max;
 	size_t small_file;
-	size_t read_around;         /* config's read_around, whole ra_units; 0: none */
 	int passthrough;            /* budget CAIRN_CACHE_OFF */
 	/* dev, when it is a verify device whose granule divides seg_size: fetches
 	 * then read from below it and check each segment apart (check_segs): the

@@ -27,11 +27,7 @@ static const char usage[] =
 	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
 	"                  (512 to 256M)\n"
 	"  read_ahead=SIZE the kernel's read-ahead window for this mount (bdi\n"
-	"                  read_ahead_kb; 0 turns it off; default 4M, see MOUNT.md)\n"
-	"  readahead=SIZE  the daemon's largest readahead window for a sequential\n"
-	"                  reader (default 256K)\n"
-	"  read_around=SIZE the daemon fetches this window around a miss that is no\n"
-	"                  stream's (a page fault), after the miss itself; 0: none\n"
+	"                  read_ahead_kb; 0: off; default 4M, 128K with prefetch)\n"
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
@@ -168,22 +164,6 @@ static int parse_one(struct mount_opts *o, char *key)
 			return -1;
 		}
 		o->read_ahead_kb = (int64_t)(v / 1024);
-	} else if (!strcmp(key, "readahead")) {
-		if (size_opt(key, val, &v))
-			return -1;
-		if (v < 4096 || v > READ_AHEAD_MAX) {
-			cli_err("mount", "-o readahead must be from 4K to 64M, got '%s'", val);
-			return -1;
-		}
-		o->open.cache.readahead_max = (size_t)v;
-	} else if (!strcmp(key, "read_around")) {
-		if (size_opt(key, val, &v))
-			return -1;
-		if (v > READ_AHEAD_MAX) {
-			cli_err("mount", "-o read_around must be at most 64M, got '%s'", val);
-			return -1;
-		}
-		o->open.cache.read_around = (size_t)v;
 	} else if (!strcmp(key, "offset")) {
 		if (size_opt(key, val, &o->open.offset))
 			return -1;
