@@ -10,6 +10,8 @@ delay=20ms,delay_rate=100M sits above the http device), and curl runs with
 --limit-rate 100M. nginx's access.log is a timeline: end time, duration, bytes, range. Side by side, round-robin, in one run:
   http, empty disk cache   drop_caches, a fresh mount with an empty cache_dir
   http, warm disk cache    drop_caches, a fresh mount with the cache of the run before
+  http, shipped profile    the plain image with the traced run's profile published
+                           beside it (URL.profile), an empty cache_dir
   curl, then run           what users do today: curl the whole image (+20 ms for its
                            one request), then mount the copy and run
   local file, 20 ms        the image file mounted with -o delay=20ms,delay_rate=100M
@@ -177,6 +179,9 @@ class Bench:
             time.sleep(0.05)
         out = os.path.join(self.www, key + "-ordered.cairn")
         sh([self.cairn, "mkfs", "-q", "--order", trace, src, out])
+        # The plain image again, its publisher's profile (the same trace) beside it.
+        os.link(image, os.path.join(self.www, key + "-shipped.cairn"))
+        shutil.copy(trace, os.path.join(self.www, key + "-shipped.cairn.profile"))
         return out
 
     def one(self, key, variant, url, image, dc):
@@ -184,8 +189,9 @@ class Bench:
         stats = os.path.join(self.work, "stats")
         if os.path.exists(stats):
             os.unlink(stats)
-        if variant in ("empty", "oempty"):
-            shutil.rmtree(dc + ("-o" if variant == "oempty" else ""), ignore_errors=True)
+        if variant in ("empty", "oempty", "pempty"):
+            shutil.rmtree(dc + {"empty": "", "oempty": "-o", "pempty": "-p"}[variant],
+                          ignore_errors=True)
         drop_caches()
         t0 = time.monotonic()
         if variant in ("empty", "warm"):
@@ -195,6 +201,9 @@ class Bench:
             self.mount(url.replace(".cairn", "-ordered.cairn"), mnt,
                        f"delay={DELAY},delay_rate={LINK},cache_dir={dc}-o,prefetch,noprofile,"
                        f"stats={stats}{self.opts}")
+        elif variant == "pempty":
+            self.mount(url.replace(".cairn", "-shipped.cairn"), mnt,
+                       f"delay={DELAY},delay_rate={LINK},cache_dir={dc}-p,stats={stats}{self.opts}")
         elif variant == "curl":
             time.sleep(0.020)  # the delay of its one request
             copy = os.path.join(self.work, "copy.cairn")
@@ -216,9 +225,10 @@ class Bench:
 VARIANTS = [("empty", "cairn http, empty disk cache"), ("warm", "cairn http, warm disk cache"),
             ("oempty", "cairn http, ordered + prefetch, empty disk cache"),
             ("owarm", "cairn http, ordered + prefetch, warm disk cache"),
+            ("pempty", "cairn http, plain image + shipped profile, empty disk cache"),
             ("curl", "curl the whole image, then run"), ("local", "cairn local file, 20 ms delay"),
             ("nodelay", "cairn local file")]
-REMOTE = ("empty", "warm", "oempty", "owarm")
+REMOTE = ("empty", "warm", "oempty", "owarm", "pempty")
 
 
 def main():
@@ -314,6 +324,9 @@ workload. Side by side, round-robin:
   the warm run prefetches and pushes it);
 - *ordered + prefetch*: the image rebuilt with `mkfs --order` from one traced cold run,
   mounted with `-o prefetch,noprofile` (the hot prefix alone);
+- *plain image + shipped profile*: the plain image with that traced run published beside
+  it as `URL.profile` (what a publisher can do without rebuilding the image), a fresh
+  `cache_dir`: the mount fetches the profile while the image opens and prefetches it;
 - *curl the whole image, then run*: what users do today (`curl -o`, plus 20 ms for its one
   request, then a local mount);
 - *cairn local file, 20 ms delay*: the same image as a local file through the same delay
@@ -372,6 +385,11 @@ def goals(res, read, curl, local):
                      f"(goal ≤ 0.2), fetched / read {fetched / read:.2f} (goal ≤ 1.5), "
                      f"warm cache / local file {w / local:.2f} (goal ≤ 1.1), daemon RSS "
                      f"{rss:.1f} MiB (goal ≤ 32 + 64 MiB cache budget).")
+    c = med([t for t, _ in res["pempty"]])
+    fetched = med([s.get("http_bytes", 0) for _, s in res["pempty"]])
+    lines.append(f"- Goals, plain image + shipped profile: cold empty cache / curl-then-run "
+                 f"{c / curl:.2f} (goal ≤ 0.2), fetched / read {fetched / read:.2f} (goal ≤ 1.5); "
+                 f"its warm run is the plain image's.")
     return "\n".join(lines)
 
 

@@ -363,21 +363,28 @@ int cairn_pattern_list_parse(const char *text, size_t len, cairn_pattern_cb cb, 
 
 int cairn_order_write_record(FILE *f, const char *path, uint64_t offset, uint64_t length)
 {
-	size_t n = strlen(path);
+	size_t n = strlen(path), plain = 0; /* path[plain..i) goes out as it is */
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)path[i];
+		const char *esc = c == '\\' ? "\\\\" : c == '\n' ? "\\n" : NULL;
+		int octal = c < 0x20 || c == 0x7f || (c == ' ' && (i == 0 || i == n - 1)) ||
+			    (c == '#' && i == 0); /* or trimmed, or a comment, when read back */
 
-		if (c == '\\')
-			fputs("\\\\", f);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c < 0x20 || c == 0x7f || (c == ' ' && (i == 0 || i == n - 1)) ||
-			 (c == '#' && i == 0))
-			fprintf(f, "\\%03o", c); /* or trimmed, or a comment, when read back */
+		if (!esc && !octal)
+			continue;
+		/* Runs of plain bytes in one call: a profile is rewritten at every
+		 * unmount that learns, and a locked fputc per byte cost the daemon a
+		 * quarter of what hashing every byte it served did (perf of warm
+		 * Java Hello runs, 5,600 records). */
+		fwrite(path + plain, 1, i - plain, f);
+		if (esc)
+			fputs(esc, f);
 		else
-			fputc(c, f);
+			fprintf(f, "\\%03o", c);
+		plain = i + 1;
 	}
+	fwrite(path + plain, 1, n - plain, f);
 	fprintf(f, " %" PRIu64 " %" PRIu64 "\n", offset, length);
 	return ferror(f) ? -EIO : 0;
 }

@@ -226,9 +226,11 @@ static void *sig_main(void *arg)
  * reader of cold data loses little: a page read alone pushes the rest of its
  * chunk or segment (push.c). A profile (learnt from read-ahead windows, and
  * made for remote images, where each extra request costs 20 ms) keeps the
- * kernel's default. */
+ * kernel's default. -o read_ahead= overrides all of these. */
 static int read_ahead_kb(const struct daemon *cf)
 {
+	if (cf->o->read_ahead_kb >= 0)
+		return (int)cf->o->read_ahead_kb;
 	if (cf->trace && !cf->learn_default)
 		return 0;
 	if (!cf->prefetching)

@@ -26,11 +26,15 @@ struct mount_opts {
 					   also turns digest checking off (open.verify.off) */
 	int writeback;                  /* kernel write-back cache: ENOSPC at fsync/close */
 	int rw;                         /* -o rw: refused unless something is writable */
+	int64_t read_ahead_kb;          /* read_ahead=SIZE, in KiB; -1: the daemon's choice */
 };
 
 /* -o threads=N: more workers than this only burn stacks (the kernel's FUSE
  * queue is the bound, not the threads). */
 #define MOUNT_MAX_THREADS 256u
+
+/* -o read_ahead=SIZE: the largest window the option takes. */
+#define READ_AHEAD_MAX (64ull << 20)
 
 #define MOUNT_VERIFY_AUTO 0 /* when the metadata is at most 16 MiB */
 #define MOUNT_VERIFY_NONE 1

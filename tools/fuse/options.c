@@ -26,6 +26,8 @@ static const char usage[] =
 	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
 	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
 	"                  (512 to 256M)\n"
+	"  read_ahead=SIZE the kernel's read-ahead window for this mount (bdi\n"
+	"                  read_ahead_kb; 0: off; default 4M, 128K with prefetch)\n"
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
 	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
 	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
@@ -156,6 +158,14 @@ static int parse_one(struct mount_opts *o, char *key)
 		if (size_opt(key, val, &v) || cli_check_max_io("mount", "-o max_io", v))
 			return -1;
 		o->open.cache.max_io = (size_t)v;
+	} else if (!strcmp(key, "read_ahead")) {
+		if (size_opt(key, val, &v))
+			return -1;
+		if (v > READ_AHEAD_MAX) {
+			cli_err("mount", "-o read_ahead must be at most 64M, got '%s'", val);
+			return -1;
+		}
+		o->read_ahead_kb = (int64_t)(v / 1024);
 	} else if (!strcmp(key, "offset")) {
 		if (size_opt(key, val, &o->open.offset))
 			return -1;
@@ -373,6 +383,7 @@ int daemon_cmdline(int argc, char **argv)
 	int npos = 0, rc;
 
 	memset(&o, 0, sizeof(o));
+	o.read_ahead_kb = -1;
 	rc = parse_args(argc, argv, &o, pos, &npos, &all);
 	if (rc < 0) {
 		o.image = o.empty ? NULL : pos[0];
