@@ -60,6 +60,7 @@ struct cairn_cache_stats {
 	 * check of a segment they need; not the checks of bytes fetched ahead
 	 * that no read waited for), and the bytes hashed on readers' threads. */
 	uint64_t verify_wait_ns, verify_read_bytes;
+	uint64_t lent_bytes;            /* handed out in place (cairn_cache_read_pinned) */
 };
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,

@@ -907,7 +907,7 @@ static uint64_t pin_hits(struct cairn_cache *c, uint64_t idx, uint64_t last,
 
 /* Call fn with iovecs over the held segments' bytes in [off, end), one per
  * run of segments that lie back to back in memory (arena slots of one fetch). */
-static int lend(const struct cairn_cache *c, const struct seg_vec *pins, uint64_t off,
+static int lend(struct cairn_cache *c, const struct seg_vec *pins, uint64_t off,
 		uint64_t end, cairn_iov_fn fn, void *ctx)
 {
 	struct iovec inline_iov[LEND_INLINE_IOV], *iov = inline_iov;
@@ -927,6 +927,7 @@ static int lend(const struct cairn_cache *c, const struct seg_vec *pins, uint64_
 		else
 			iov[n++] = (struct iovec){ p, (size_t)(b - a) };
 	}
+	atomic_fetch_add_explicit(&c->lent_bytes, end - off, memory_order_relaxed);
 	rc = fn(ctx, iov, n, (size_t)(end - off));
 	if (iov != inline_iov)
 		free(iov);
@@ -1105,6 +1106,7 @@ void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
 	out->verify_wait_ns = atomic_load_explicit(&c->verify_wait_ns, memory_order_relaxed);
 	out->verify_read_bytes = atomic_load_explicit(&c->verify_read_bytes, memory_order_relaxed);
+	out->lent_bytes = atomic_load_explicit(&c->lent_bytes, memory_order_relaxed);
 }
 
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c) { return c->dev; }

@@ -133,6 +133,8 @@ static void write_stats(struct daemon *cf)
 		 * waiting for another thread's; 0 with verify=none */
 		fprintf(f, "cache_verify_wait_us %" PRIu64 "\ncache_verify_read_bytes %" PRIu64 "\n",
 			cs.verify_wait_ns / 1000, cs.verify_read_bytes);
+		/* image reads replied from segment memory, no copy (the rest copied) */
+		fprintf(f, "cache_lent_bytes %" PRIu64 "\n", cs.lent_bytes);
 		write_verify_stats(f, cf);
 		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
 			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64
