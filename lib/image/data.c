@@ -197,11 +197,12 @@ int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len
 
 	if (rc)
 		return rc;
-	if (off >= r.size || len == 0 || (r.flags & (CAIRN_IF_INLINE | CAIRN_IF_CHUNKED |
-						     CAIRN_IF_EXTENTS)))
+	if (off >= r.size || len == 0 || (r.flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)))
 		return CAIRN_CACHE_COPY;
 	if (len > r.size - off)
 		len = (size_t)(r.size - off);
+	if (r.flags & CAIRN_IF_CHUNKED)
+		return cairn_image_read_chunked_pinned(img, ino, &r, len, off, fn, ctx);
 	hint = (struct cairn_cache_hint){ r.data_ref, r.data_ref + r.size };
 	(void)cairn_image_stream_follows(img, ino, off, len, 1); /* as read_plain */
 	return cairn_cache_read_pinned(img->cache, len, r.data_ref + off, &hint, fn, ctx);

@@ -182,6 +182,12 @@ int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct
  * the chunk cache drops each decompressed chunk once all of it is, but those
  * stored in [keep_lo, keep_hi) (the hot prefix being pushed); raw chunks are
  * delivered to the segment cache byte for byte. */
+/* cairn_image_read_pinned of a compressed file (the chunk cache's memory, each
+ * chunk held for the call); CAIRN_CACHE_COPY when a piece is a zero or raw
+ * chunk, or the read spans more chunks than it holds. */
+int cairn_image_read_chunked_pinned(struct cairn_image *img, cairn_ino_t ino,
+				    const struct cairn_rinode *r, size_t len, uint64_t off,
+				    cairn_iov_fn fn, void *ctx);
 void cairn_image_chunked_delivered(struct cairn_image *img, const struct cairn_rinode *r,
 				   uint64_t off, uint64_t len, uint64_t keep_lo, uint64_t keep_hi);
 /* The file range [lo, hi) of the compressed chunk holding off (its tail's whole
