@@ -60,6 +60,7 @@ struct cairn_chunk_cache_stats {
 	uint64_t dropped;            /* chunks dropped once wholly delivered */
 	uint64_t decompressed_bytes; /* by all loads */
 	uint64_t resident_bytes, budget_bytes;
+	uint64_t lent_bytes;         /* handed out in place (cairn_image_read_pinned) */
 };
 
 /* On failure also writes a one-line reason ("bad superblock checksum") into why,

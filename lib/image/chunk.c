@@ -726,6 +726,7 @@ int cairn_image_read_chunked_pinned(struct cairn_image *img, cairn_ino_t ino,
 	if (!rc) {
 		if (seq && p.x.last_start != ~(uint64_t)0) /* as cairn_image_read_chunked */
 			read_ahead(img, r, p.x.last_start, len, &p.x.fh);
+		atomic_fetch_add_explicit(&img->chunk_lent, len, memory_order_relaxed);
 		rc = fn(ctx, p.iov, (int)p.n, len);
 	}
 	for (unsigned i = 0; i < p.n; i++)

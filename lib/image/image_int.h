@@ -41,6 +41,7 @@ struct cairn_image {
 	uint32_t chunk_log2;
 	uint64_t chunk_size, chunk_off, chunk_count;
 	struct cairn_zcache *zc;         /* owned; NULL without compression */
+	_Atomic uint64_t chunk_lent;     /* bytes lent from zc (read_chunked_pinned) */
 	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead workers (chunk.c) */
 	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
 	 * a large allocation and its page faults); owned, under dctx_lock. */

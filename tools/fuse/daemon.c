@@ -141,9 +141,10 @@ static void write_stats(struct daemon *cf)
 				"\nchunk_waits %" PRIu64 "\nchunk_readahead %" PRIu64
 				"\nchunk_evictions %" PRIu64 "\nchunk_dropped %" PRIu64
 				"\nchunk_decompressed_bytes %" PRIu64
-				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
-				zs.readahead, zs.evictions, zs.dropped, zs.decompressed_bytes,
-				zs.resident_bytes);
+				"\nchunk_resident_bytes %" PRIu64 "\nchunk_lent_bytes %" PRIu64 "\n",
+				zs.hits, zs.misses, zs.waits, zs.readahead, zs.evictions,
+				zs.dropped, zs.decompressed_bytes, zs.resident_bytes,
+				zs.lent_bytes);
 		cli_print_remote_stats(f, cairn_cache_bdev(cairn_image_cache(cf->img)), "kv");
 	}
 	if (cf->img)

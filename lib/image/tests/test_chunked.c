@@ -569,6 +569,8 @@ static void test_read_pinned(void **state)
 	assert_int_equal(l.calls, 1);
 	assert_int_equal(l.bad, 0);
 	assert_int_equal(l.iovcnt, 7); /* 16 KiB chunks 0..6 */
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.lent_bytes, 100000);
 	cairn_image_close(img);
 	img = open_buf(&b);
 	l = (struct lent){ img, ino_of(img, "/big"), 0, 2, 1, 0, 0, 0, 0 };
