@@ -106,11 +106,12 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 /* cairn_image_read() with CAIRN_READ_* flags. */
 ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			       uint64_t off, unsigned flags);
-/* cairn_image_read() without the copy, for a file stored in one piece:
- * calls fn with iovecs into the segment cache's memory, held (checked, over a
- * verify device) for the call (cairn_cache_read_pinned). Returns fn's value or
- * -errno; CAIRN_CACHE_COPY, fn not called, for a file stored otherwise
- * (inline, compressed, extents), at or past EOF, or when the cache cannot
+/* cairn_image_read() without the copy: calls fn with iovecs into the cache's
+ * memory, held for the call: for a file stored in one piece the segment
+ * cache's (checked, over a verify device; cairn_cache_read_pinned), for a
+ * compressed one the decompressed chunks'. Returns fn's value or -errno;
+ * CAIRN_CACHE_COPY, fn not called, for an inline or extent-mapped file, a
+ * piece in a zero or raw chunk, at or past EOF, or when the cache cannot
  * lend: read it with cairn_image_read(). */
 int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len, uint64_t off,
 			    cairn_iov_fn fn, void *ctx);
