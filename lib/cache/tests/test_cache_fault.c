@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <cairn/testing.h>
 #include "cache_test_util.h"
+#include "util/tests/iov.h"
 
 #define DEV_SIZE (6u << 20)
 
@@ -71,16 +72,10 @@ struct copy_out {
 static int copy_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
 {
 	struct copy_out *o = ctx;
-	size_t at = 0;
 
 	o->calls++;
 	assert_int_equal(total, o->len);
-	for (int i = 0; i < iovcnt; i++) {
-		assert_true(at + iov[i].iov_len <= total);
-		memcpy(o->buf + at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
-	}
-	assert_int_equal(at, total);
+	assert_int_equal(t_iov_gather(o->buf, o->len, iov, iovcnt), total);
 	return 0;
 }
 

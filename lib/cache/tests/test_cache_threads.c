@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <cmocka.h>
 #include "cache_test_util.h"
+#include "util/tests/iov.h"
 
 #define DEV_SIZE (8u << 20)
 #define THREADS 8
@@ -49,15 +50,8 @@ struct lent_want {
 static int check_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
 {
 	struct lent_want *w = ctx;
-	size_t at = 0;
 
-	w->bad |= total != w->len;
-	for (int i = 0; i < iovcnt && !w->bad; i++) {
-		w->bad |= at + iov[i].iov_len > w->len ||
-			  memcmp(iov[i].iov_base, w->src + at, iov[i].iov_len) != 0;
-		at += iov[i].iov_len;
-	}
-	w->bad |= at != w->len;
+	w->bad |= total != w->len || !t_iov_equal(iov, iovcnt, w->src, w->len);
 	return 0;
 }
 

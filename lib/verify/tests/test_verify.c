@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <cairn/cairn.h>
+#include "util/tests/iov.h"
 
 #define NFILES 4
 static const char *const g_paths[NFILES] = { "/a", "/d/e", "/c", "/d/big" };
@@ -409,15 +410,9 @@ struct lent_copy {
 static int copy_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
 {
 	struct lent_copy *l = ctx;
-	size_t at = 0;
 
 	l->calls++;
-	assert_true(total <= l->cap);
-	for (int i = 0; i < iovcnt; i++) {
-		memcpy(l->buf + at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
-	}
-	assert_int_equal(at, total);
+	assert_int_equal(t_iov_gather(l->buf, l->cap, iov, iovcnt), total);
 	return 0;
 }
 
