@@ -866,23 +866,30 @@ static void *iov_reader_main(void *arg)
 	return NULL;
 }
 
-static void test_read_iov_buffers(void **state)
+/* Four readers of node at once, each running fn; none may see an error. */
+static void run_iov_readers(struct cairn_ns *ns, uint64_t node, void *(*fn)(void *))
 {
-	struct fixture *fx = *state;
-	struct cairn_ns *ns = new_ns(fx, 0, NULL);
 	struct iov_reader r[4];
-	struct cairn_ns_entry e;
 	pthread_t t[4];
 
-	assert_int_equal(walk(ns, "/dir/sparse", &e), 0);
 	for (int i = 0; i < 4; i++) {
-		r[i] = (struct iov_reader){ ns, e.node, i, 0 };
-		assert_int_equal(pthread_create(&t[i], NULL, iov_reader_main, &r[i]), 0);
+		r[i] = (struct iov_reader){ ns, node, i, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, fn, &r[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 		assert_int_equal(r[i].errors, 0);
 	}
+}
+
+static void test_read_iov_buffers(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_ns *ns = new_ns(fx, 0, NULL);
+	struct cairn_ns_entry e;
+
+	assert_int_equal(walk(ns, "/dir/sparse", &e), 0);
+	run_iov_readers(ns, e.node, iov_reader_main);
 	release_entry(ns, &e);
 	cairn_ns_free(ns);
 }
@@ -941,12 +948,10 @@ static void test_read_iov_lent(void **state)
 {
 	struct fixture fx = { .dir = "/tmp/cairn-ns-lent.XXXXXX" };
 	struct cairn_cache_stats cs;
-	struct iov_reader r[4];
 	struct cairn_ns_entry e;
 	struct cairn_ns *ns;
 	char src[96], path[128];
 	unsigned char *data = malloc(LENT_SIZE);
-	pthread_t t[4];
 	FILE *f;
 
 	(void)state;
@@ -966,14 +971,7 @@ static void test_read_iov_lent(void **state)
 	fx.img = t_pack(src, fx.img_path);
 	ns = new_ns(&fx, CAIRN_NS_USE_ONCE, NULL);
 	assert_int_equal(walk(ns, "/big", &e), 0);
-	for (int i = 0; i < 4; i++) {
-		r[i] = (struct iov_reader){ ns, e.node, i, 0 };
-		assert_int_equal(pthread_create(&t[i], NULL, lent_reader_main, &r[i]), 0);
-	}
-	for (int i = 0; i < 4; i++) {
-		assert_int_equal(pthread_join(t[i], NULL), 0);
-		assert_int_equal(r[i].errors, 0);
-	}
+	run_iov_readers(ns, e.node, lent_reader_main);
 	cairn_cache_get_stats(cairn_image_cache(fx.img), &cs);
 	assert_true(cs.lent_bytes > 0); /* not all copied */
 	release_entry(ns, &e);
