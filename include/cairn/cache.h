@@ -21,6 +21,7 @@ extern "C" {
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <cairn/types.h>
 
 struct cairn_bdev;
 struct cairn_cache;
@@ -59,6 +60,7 @@ struct cairn_cache_stats {
 	 * check of a segment they need; not the checks of bytes fetched ahead
 	 * that no read waited for), and the bytes hashed on readers' threads. */
 	uint64_t verify_wait_ns, verify_read_bytes;
+	uint64_t lent_bytes;            /* handed out in place (cairn_cache_read_pinned) */
 };
 
 int cairn_cache_new(struct cairn_bdev *dev, const struct cairn_cache_config *cfg,
@@ -75,6 +77,16 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
  * For a copy of what another read fetched (the rest of a segment pushed into a
  * kernel page cache), which is worth making only while it is cached. */
 ssize_t cairn_cache_read_cached(struct cairn_cache *c, void *buf, size_t len, uint64_t off);
+/* cairn_cache_read() without the copy: fetches (and over a verify device
+ * checks) the segments of [off, off+len), holds them so neither eviction nor
+ * the use-once drop frees their memory, calls fn with iovecs that point into
+ * them, and lets them go (a segment delivered meanwhile is dropped then).
+ * Returns fn's value or a fetch's -errno; CAIRN_CACHE_COPY, with fn not
+ * called, when it cannot lend (a pass-through cache, len 0 or past the end,
+ * or segments evicted again before they could be held): read with a copy. */
+int cairn_cache_read_pinned(struct cairn_cache *c, size_t len, uint64_t off,
+			    const struct cairn_cache_hint *hint, cairn_iov_fn fn, void *ctx);
+#define CAIRN_CACHE_COPY 1
 /* Start reading [off, off+len) in large background requests; returns at once. */
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len);
 /* Hand the cache bytes [off, off+len) of the device that the caller already

@@ -60,6 +60,7 @@ struct cairn_chunk_cache_stats {
 	uint64_t dropped;            /* chunks dropped once wholly delivered */
 	uint64_t decompressed_bytes; /* by all loads */
 	uint64_t resident_bytes, budget_bytes;
+	uint64_t lent_bytes;         /* handed out in place (cairn_image_read_pinned) */
 };
 
 /* On failure also writes a one-line reason ("bad superblock checksum") into why,
@@ -105,6 +106,15 @@ ssize_t cairn_image_read(struct cairn_image *img, cairn_ino_t ino, void *buf, si
 /* cairn_image_read() with CAIRN_READ_* flags. */
 ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *buf, size_t len,
 			       uint64_t off, unsigned flags);
+/* cairn_image_read() without the copy: calls fn with iovecs into the cache's
+ * memory, held for the call: for a file stored in one piece the segment
+ * cache's (checked, over a verify device; cairn_cache_read_pinned), for a
+ * compressed one the decompressed chunks'. Returns fn's value or -errno;
+ * CAIRN_CACHE_COPY, fn not called, for an inline or extent-mapped file, a
+ * piece in a zero or raw chunk, at or past EOF, or when the cache cannot
+ * lend: read it with cairn_image_read(). */
+int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len, uint64_t off,
+			    cairn_iov_fn fn, void *ctx);
 /* Bytes [off, off+len) of regular file ino were handed to a reader that keeps
  * them (a kernel page cache): their cache segments are dropped once wholly
  * handed on (cairn_cache_delivered), and for a compressed file its decompressed

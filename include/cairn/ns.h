@@ -160,7 +160,8 @@ int cairn_ns_read_random(struct cairn_ns *ns, uint64_t node, uint64_t off, uint6
 void cairn_ns_delivered(struct cairn_ns *ns, uint64_t node, uint64_t off, uint64_t len);
 
 /* Read and hand the bytes to fn as iovecs: RAM files without a copy (see
- * cairn_ramfs_read_iov), image files through one buffer. Returns fn's value, or a
+ * cairn_ramfs_read_iov), image files lent from the cache where they can be
+ * (cairn_image_read_pinned), else through one buffer. Returns fn's value, or a
  * negative errno if reading failed. *from_image (may be NULL) says which layer.
  * fn may reply to whoever holds the node (FUSE): after it has run, the node can be
  * forgotten at any moment, so callers must not use the node id afterwards. */

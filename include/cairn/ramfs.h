@@ -166,7 +166,6 @@ ssize_t cairn_ramfs_read(struct cairn_ramfs *fs, cairn_ino_t ino, void *buf, siz
 /* Zero-copy read: calls fn with iovecs that point into the file's chunks (holes
  * point at a shared zero page) while the file is read-locked; fn's return value is
  * returned. Used by FUSE to reply straight from chunks. */
-typedef int (*cairn_iov_fn)(void *ctx, const struct iovec *iov, int iovcnt, size_t total);
 int cairn_ramfs_read_iov(struct cairn_ramfs *fs, cairn_ino_t ino, size_t len, uint64_t off,
 			 cairn_iov_fn fn, void *ctx);
 /* append: write at end of file atomically (O_APPEND); `off` is ignored then.

@@ -38,6 +38,12 @@ struct cairn_stat {
 typedef int (*cairn_dirent_cb)(void *ctx, const char *name, size_t name_len,
 			       cairn_ino_t ino, unsigned dtype, uint64_t next);
 
+/* A reader that takes bytes lent in place (cairn_ramfs_read_iov,
+ * cairn_cache_read_pinned): iovcnt entries of total bytes, valid only during
+ * the call; its return value is the read's. */
+struct iovec;
+typedef int (*cairn_iov_fn)(void *ctx, const struct iovec *iov, int iovcnt, size_t total);
+
 /* One entry of a directory read whole (cairn_image_readdir_alloc,
  * cairn_ramfs_readdir_alloc). */
 struct cairn_dirent {

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <cairn/error.h>
 #include <cairn/verify.h>
 #include "cache/cache_internal.h"
@@ -155,7 +156,8 @@ void cairn_cache_free(struct cairn_cache *c)
 	free(c);
 }
 
-/* Copy the part of segment s that lies in [off, end) to buf (which holds off). */
+/* Copy the part of segment s that lies in [off, end) to buf (which holds off);
+ * a NULL buf (a pinned read, which lends the segment instead) copies nothing. */
 static void seg_copy(const struct cairn_cache *c, const struct seg *s, unsigned char *buf,
 		     uint64_t off, uint64_t end)
 {
@@ -163,7 +165,7 @@ static void seg_copy(const struct cairn_cache *c, const struct seg *s, unsigned 
 	uint64_t a = off > base ? off : base;
 	uint64_t b = end < base + s->len ? end : base + s->len;
 
-	if (b > a)
+	if (buf && b > a)
 		memcpy(buf + (a - off), s->data + (a - base), (size_t)(b - a));
 }
 
@@ -843,6 +845,17 @@ ssize_t cairn_cache_read_cached(struct cairn_cache *c, void *buf, size_t len, ui
 	return (ssize_t)len;
 }
 
+/* A read served from cached segments alone used speculative ones: let the
+ * stream detector see it, and read further ahead if it says so. */
+static void readahead_on_hit(struct cairn_cache *c, uint64_t off, size_t len,
+			     const struct cairn_cache_hint *hint)
+{
+	struct ra_plan plan;
+
+	stream_consult(c, off, len, hint, &plan);
+	start_readahead(c, &plan, 0);
+}
+
 ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
 			 const struct cairn_cache_hint *hint)
 {
@@ -860,13 +873,102 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 	idx = read_hits(c, buf, off, end, &ra_touch);
 	if (idx <= last)
 		return slow_read(c, buf, off, end, idx, hint, ra_touch);
-	if (ra_touch) {
-		struct ra_plan plan;
-
-		stream_consult(c, off, len, hint, &plan);
-		start_readahead(c, &plan, 0);
-	}
+	if (ra_touch)
+		readahead_on_hit(c, off, len, hint);
 	return (ssize_t)len;
+}
+
+/* The fast path of a pinned read: holds the ready segments from idx to last
+ * (a reference each, listed in pins), and returns the index of the first that
+ * is not ready (past last: all held). */
+static uint64_t pin_hits(struct cairn_cache *c, uint64_t idx, uint64_t last,
+			 struct seg_vec *pins, int *ra_touch)
+{
+	for (; idx <= last; idx++) {
+		struct shard *sh = seg_shard(c, idx);
+		struct seg *s;
+		int held = 0;
+
+		pthread_mutex_lock(&sh->lock);
+		s = seg_lookup(sh, idx);
+		if (s && s->state == SEG_READY && !seg_vec_push(pins, s)) {
+			s->refs++;
+			*ra_touch |= note_hit(sh, s);
+			held = 1;
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (!held)
+			break;
+	}
+	return idx;
+}
+
+#define LEND_INLINE_IOV 16u /* 1 MiB FUSE reads over 128 KiB segments need 9 */
+
+/* Call fn with iovecs over the held segments' bytes in [off, end), one per
+ * run of segments that lie back to back in memory (arena slots of one fetch). */
+static int lend(struct cairn_cache *c, const struct seg_vec *pins, uint64_t off,
+		uint64_t end, cairn_iov_fn fn, void *ctx)
+{
+	struct iovec inline_iov[LEND_INLINE_IOV], *iov = inline_iov;
+	int n = 0, rc;
+
+	if (pins->n > LEND_INLINE_IOV && !(iov = malloc(pins->n * sizeof(*iov))))
+		return -ENOMEM;
+	for (size_t i = 0; i < pins->n; i++) {
+		const struct seg *s = pins->v[i];
+		uint64_t base = s->idx << c->seg_shift;
+		uint64_t a = off > base ? off : base;
+		uint64_t b = end < base + s->len ? end : base + s->len;
+		unsigned char *p = s->data + (a - base);
+
+		if (n && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p)
+			iov[n - 1].iov_len += (size_t)(b - a);
+		else
+			iov[n++] = (struct iovec){ p, (size_t)(b - a) };
+	}
+	atomic_fetch_add_explicit(&c->lent_bytes, end - off, memory_order_relaxed);
+	rc = fn(ctx, iov, n, (size_t)(end - off));
+	if (iov != inline_iov)
+		free(iov);
+	return rc;
+}
+
+int cairn_cache_read_pinned(struct cairn_cache *c, size_t len, uint64_t off,
+			    const struct cairn_cache_hint *hint, cairn_iov_fn fn, void *ctx)
+{
+	uint64_t end, idx, last;
+	struct seg_vec pins;
+	int ra_touch = 0, rc = 0;
+
+	if (c->passthrough || off >= c->dev_size || len == 0)
+		return CAIRN_CACHE_COPY;
+	if (len > c->dev_size - off)
+		len = (size_t)(c->dev_size - off);
+	end = off + len;
+	last = (end - 1) >> c->seg_shift;
+	seg_vec_init(&pins);
+	idx = pin_hits(c, off >> c->seg_shift, last, &pins, &ra_touch);
+	if (idx > last && ra_touch)
+		readahead_on_hit(c, off, len, hint);
+	/* Fetch the rest as a read would, copying nothing, then hold it. Between
+	 * the two another read may evict it, or drop it once delivered: try once
+	 * more, then let the caller copy. */
+	for (int tries = 0; idx <= last && tries < 2 && !rc; tries++) {
+		ssize_t got = slow_read(c, NULL, off, end, idx, hint, ra_touch);
+
+		ra_touch = 0;
+		if (got < 0)
+			rc = (int)got;
+		else
+			idx = pin_hits(c, idx, last, &pins, &ra_touch);
+	}
+	if (!rc)
+		rc = idx <= last ? CAIRN_CACHE_COPY : lend(c, &pins, off, end, fn, ctx);
+	for (size_t i = 0; i < pins.n; i++)
+		seg_release(c, pins.v[i]);
+	seg_vec_free(&pins);
+	return rc;
 }
 
 void cairn_cache_prefetch(struct cairn_cache *c, uint64_t off, uint64_t len)
@@ -1004,6 +1106,7 @@ void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 	out->errors = atomic_load_explicit(&c->errors, memory_order_relaxed);
 	out->verify_wait_ns = atomic_load_explicit(&c->verify_wait_ns, memory_order_relaxed);
 	out->verify_read_bytes = atomic_load_explicit(&c->verify_read_bytes, memory_order_relaxed);
+	out->lent_bytes = atomic_load_explicit(&c->lent_bytes, memory_order_relaxed);
 }
 
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c) { return c->dev; }

@@ -126,6 +126,7 @@ struct cairn_cache {
 	_Atomic uint64_t pt_reads;  /* pass-through mode: reads (all misses) */
 	/* c->verify: what hashing cost the reads (cairn_cache_stats) */
 	_Atomic uint64_t verify_wait_ns, verify_read_bytes;
+	_Atomic uint64_t lent_bytes;  /* cairn_cache_read_pinned */
 
 	pthread_mutex_t stream_lock;
 	struct stream streams[CACHE_STREAMS];

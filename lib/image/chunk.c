@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <lz4.h>
 #include <zstd.h>
@@ -573,13 +574,29 @@ static void read_ahead(struct cairn_image *img, const struct cairn_rinode *r, ui
 	}
 }
 
+/* Compressed chunk idx decompressed, held in the chunk cache (*e, its content
+ * *data) until cairn_zcache_put; with CAIRN_READ_CACHED only one decompressed
+ * already (-EAGAIN otherwise). */
+static int chunk_get(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+		     const struct cairn_cache_hint *hint, unsigned flags, struct cairn_zentry **e,
+		     const void **data)
+{
+	struct load_ctx l = { img, c, hint };
+	int rc = cairn_zcache_get(img->zc, idx, c->ulen,
+				  flags & CAIRN_READ_CACHED ? NULL : load_chunk, &l, e, data);
+
+	if (rc == -CAIRN_ECORRUPT && !cairn_image_corruption(img))
+		rc = cairn_image_corrupt(img, "chunk %llu: cached with another length",
+					 (unsigned long long)idx);
+	return rc;
+}
+
 /* n bytes at offset coff of chunk idx's content into buf; with CAIRN_READ_CACHED
  * only from a chunk decompressed already (-EAGAIN otherwise). */
 static int read_piece(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
 		      const struct cairn_cache_hint *hint, char *buf, size_t n, uint64_t coff,
 		      unsigned flags)
 {
-	struct load_ctx l = { img, c, hint };
 	struct cairn_zentry *e;
 	const void *data;
 	int rc;
@@ -590,11 +607,7 @@ static int read_piece(struct cairn_image *img, uint64_t idx, const struct cairn_
 	}
 	if (c->codec == CAIRN_CODEC_RAW) /* the segment cache holds it as it is */
 		return cairn_image_dev_read(img, buf, n, c->disk_off + coff, hint);
-	rc = cairn_zcache_get(img->zc, idx, c->ulen, flags & CAIRN_READ_CACHED ? NULL : load_chunk,
-			      &l, &e, &data);
-	if (rc == -CAIRN_ECORRUPT && !cairn_image_corruption(img))
-		rc = cairn_image_corrupt(img, "chunk %llu: cached with another length",
-					 (unsigned long long)idx);
+	rc = chunk_get(img, idx, c, hint, flags, &e, &data);
 	if (rc)
 		return rc;
 	memcpy(buf, (const char *)data + coff, n);
@@ -638,11 +651,14 @@ struct read_ctx {
 	unsigned flags;             /* CAIRN_READ_* */
 };
 
-static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
-		    uint64_t pos, uint64_t coff, uint64_t n, void *ctx)
+/* The cache hint of a piece [coff, coff+n) of chunk c at file offset pos, read
+ * through x: the file's own chunks (found once), or the tail's fragment, read
+ * whole. Notes in x->last_start the file offset of an own chunk the piece ends. */
+static struct cairn_cache_hint piece_hint(struct cairn_image *img, struct read_ctx *x,
+					  const struct cairn_rchunk *c, uint64_t pos,
+					  uint64_t coff, uint64_t n)
 {
-	struct read_ctx *x = ctx;
-	struct cairn_cache_hint ch;
+	struct cairn_cache_hint ch = { c->disk_off, c->disk_off + c->stored_len };
 
 	x->last_start = ~(uint64_t)0;
 	if (pos < own_bytes(img, x->r)) {
@@ -653,10 +669,16 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
 		ch = x->fh;
 		if (coff + n == c->ulen)
 			x->last_start = pos - coff;
-	} else { /* the tail: its fragment is read whole */
-		ch.lo = c->disk_off;
-		ch.hi = c->disk_off + c->stored_len;
 	}
+	return ch;
+}
+
+static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+		    uint64_t pos, uint64_t coff, uint64_t n, void *ctx)
+{
+	struct read_ctx *x = ctx;
+	struct cairn_cache_hint ch = piece_hint(img, x, c, pos, coff, n);
+
 	return read_piece(img, idx, c, &ch, x->buf + (pos - x->off), (size_t)n, coff, x->flags);
 }
 
@@ -758,6 +780,56 @@ int cairn_image_read_chunked(struct cairn_image *img, cairn_ino_t ino,
 
 	if (!rc && seq && x.last_start != ~(uint64_t)0) /* ended at the end of an own chunk */
 		read_ahead(img, r, x.last_start, len, &x.fh);
+	return rc;
+}
+
+/* A pinned read of a compressed file: the chunks it holds, in order, and
+ * iovecs into their content. A read of more chunks than this is copied. */
+#define PIN_CHUNKS_MAX 32u
+
+struct pin_ctx {
+	struct read_ctx x;          /* the hint and last_start, as a copying read's */
+	unsigned n;
+	struct cairn_zentry *e[PIN_CHUNKS_MAX];
+	struct iovec iov[PIN_CHUNKS_MAX];
+};
+
+static int pin_one(struct cairn_image *img, uint64_t idx, const struct cairn_rchunk *c,
+		   uint64_t pos, uint64_t coff, uint64_t n, void *ctx)
+{
+	struct pin_ctx *p = ctx;
+	struct cairn_cache_hint ch;
+	const void *data;
+	int rc;
+
+	/* Zero and raw chunks have no decompressed copy to lend. */
+	if ((c->codec != CAIRN_CODEC_ZSTD && c->codec != CAIRN_CODEC_LZ4) ||
+	    p->n == PIN_CHUNKS_MAX)
+		return CAIRN_CACHE_COPY;
+	ch = piece_hint(img, &p->x, c, pos, coff, n);
+	rc = chunk_get(img, idx, c, &ch, 0, &p->e[p->n], &data);
+	if (rc)
+		return rc;
+	p->iov[p->n++] = (struct iovec){ (char *)data + coff, (size_t)n };
+	return 0;
+}
+
+int cairn_image_read_chunked_pinned(struct cairn_image *img, cairn_ino_t ino,
+				    const struct cairn_rinode *r, size_t len, uint64_t off,
+				    cairn_iov_fn fn, void *ctx)
+{
+	struct pin_ctx p = { .x = { r, NULL, off, len, { 0, 0 }, 0, ~(uint64_t)0, 0 } };
+	int seq = cairn_image_stream_follows(img, ino, off, len, 1) || len >= img->chunk_size;
+	int rc = walk_pieces(img, r, off, off + len, pin_one, &p);
+
+	if (!rc) {
+		if (seq && p.x.last_start != ~(uint64_t)0) /* as cairn_image_read_chunked */
+			read_ahead(img, r, p.x.last_start, len, &p.x.fh);
+		atomic_fetch_add_explicit(&img->chunk_lent, len, memory_order_relaxed);
+		rc = fn(ctx, p.iov, (int)p.n, len);
+	}
+	for (unsigned i = 0; i < p.n; i++)
+		cairn_zcache_put(img->zc, p.e[i]);
 	return rc;
 }
 

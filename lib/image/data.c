@@ -188,6 +188,26 @@ ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *b
 	return rc ? rc : (ssize_t)len;
 }
 
+int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len, uint64_t off,
+			    cairn_iov_fn fn, void *ctx)
+{
+	struct cairn_cache_hint hint;
+	struct cairn_rinode r;
+	int rc = load_regular(img, ino, &r);
+
+	if (rc)
+		return rc;
+	if (off >= r.size || len == 0 || (r.flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)))
+		return CAIRN_CACHE_COPY;
+	if (len > r.size - off)
+		len = (size_t)(r.size - off);
+	if (r.flags & CAIRN_IF_CHUNKED)
+		return cairn_image_read_chunked_pinned(img, ino, &r, len, off, fn, ctx);
+	hint = (struct cairn_cache_hint){ r.data_ref, r.data_ref + r.size };
+	(void)cairn_image_stream_follows(img, ino, off, len, 1); /* as read_plain */
+	return cairn_cache_read_pinned(img->cache, len, r.data_ref + off, &hint, fn, ctx);
+}
+
 int64_t cairn_image_lseek(struct cairn_image *img, cairn_ino_t ino, uint64_t off, int whence)
 {
 	struct cairn_disk_extent x;

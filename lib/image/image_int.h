@@ -41,6 +41,7 @@ struct cairn_image {
 	uint32_t chunk_log2;
 	uint64_t chunk_size, chunk_off, chunk_count;
 	struct cairn_zcache *zc;         /* owned; NULL without compression */
+	_Atomic uint64_t chunk_lent;     /* bytes lent from zc (read_chunked_pinned) */
 	struct cairn_zahead *ahead;      /* owned: the chunk read-ahead workers (chunk.c) */
 	/* zstd decompression contexts kept for reuse (a fresh one per chunk costs
 	 * a large allocation and its page faults); owned, under dctx_lock. */
@@ -182,6 +183,12 @@ int cairn_image_chunk_decode(struct cairn_image *img, uint64_t idx, const struct
  * the chunk cache drops each decompressed chunk once all of it is, but those
  * stored in [keep_lo, keep_hi) (the hot prefix being pushed); raw chunks are
  * delivered to the segment cache byte for byte. */
+/* cairn_image_read_pinned of a compressed file (the chunk cache's memory, each
+ * chunk held for the call); CAIRN_CACHE_COPY when a piece is a zero or raw
+ * chunk, or the read spans more chunks than it holds. */
+int cairn_image_read_chunked_pinned(struct cairn_image *img, cairn_ino_t ino,
+				    const struct cairn_rinode *r, size_t len, uint64_t off,
+				    cairn_iov_fn fn, void *ctx);
 void cairn_image_chunked_delivered(struct cairn_image *img, const struct cairn_rinode *r,
 				   uint64_t off, uint64_t len, uint64_t keep_lo, uint64_t keep_hi);
 /* The file range [lo, hi) of the compressed chunk holding off (its tail's whole

@@ -430,5 +430,6 @@ int cairn_image_chunk_cache_stats(struct cairn_image *img, struct cairn_chunk_ca
 	o->decompressed_bytes = s.loaded_bytes;
 	o->resident_bytes = s.resident_bytes;
 	o->budget_bytes = s.budget_bytes;
+	o->lent_bytes = atomic_load_explicit(&img->chunk_lent, memory_order_relaxed);
 	return 0;
 }

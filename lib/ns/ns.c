@@ -680,6 +680,34 @@ static void read_buf_put(struct cairn_ns *ns, void *p, size_t len)
 		util_bufpool_put(&ns->read_bufs, p);
 }
 
+/* The reader of a pinned image read, and how many bytes it was lent. */
+struct lent {
+	cairn_iov_fn fn;
+	void *ctx;
+	size_t total;
+};
+
+static int lend_to(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent *l = ctx;
+
+	l->total = total;
+	return l->fn(l->ctx, iov, iovcnt, total);
+}
+
+/* An image read lent from the segment cache (no copy); CAIRN_CACHE_COPY when
+ * the file or cache cannot lend. */
+static int read_pinned(struct cairn_ns *ns, cairn_ino_t lower, size_t len, uint64_t off,
+		       cairn_iov_fn fn, void *ctx)
+{
+	struct lent l = { fn, ctx, 0 };
+	int rc = cairn_image_read_pinned(ns->img, lower, len, off, lend_to, &l);
+
+	if (!rc)
+		delivered(ns, lower, off, (ssize_t)l.total);
+	return rc;
+}
+
 int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t off,
 		      cairn_iov_fn fn, void *ctx, int *from_image)
 {
@@ -709,10 +737,13 @@ int cairn_ns_read_iov(struct cairn_ns *ns, uint64_t node, size_t len, uint64_t o
 	}
 	if (from_image)
 		*from_image = 1;
+	lower = n->lower; /* n may be forgotten once fn has replied */
+	rc = read_pinned(ns, lower, len, off, fn, ctx);
+	if (rc != CAIRN_CACHE_COPY)
+		return rc;
 	iov.iov_base = read_buf_get(ns, len);
 	if (!iov.iov_base)
 		return -ENOMEM;
-	lower = n->lower; /* n may be forgotten once fn has replied */
 	got = cairn_image_read(ns->img, lower, iov.iov_base, len, off);
 	if (got < 0) {
 		read_buf_put(ns, iov.iov_base, len);

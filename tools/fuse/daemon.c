@@ -134,15 +134,18 @@ static void write_stats(struct daemon *cf)
 		 * waiting for another thread's; 0 with verify=none */
 		fprintf(f, "cache_verify_wait_us %" PRIu64 "\ncache_verify_read_bytes %" PRIu64 "\n",
 			cs.verify_wait_ns / 1000, cs.verify_read_bytes);
+		/* image reads replied from segment memory, no copy (the rest copied) */
+		fprintf(f, "cache_lent_bytes %" PRIu64 "\n", cs.lent_bytes);
 		write_verify_stats(f, cf);
 		if (cairn_image_chunk_cache_stats(cf->img, &zs) == 0)
 			fprintf(f, "chunk_hits %" PRIu64 "\nchunk_misses %" PRIu64
 				"\nchunk_waits %" PRIu64 "\nchunk_readahead %" PRIu64
 				"\nchunk_evictions %" PRIu64 "\nchunk_dropped %" PRIu64
 				"\nchunk_decompressed_bytes %" PRIu64
-				"\nchunk_resident_bytes %" PRIu64 "\n", zs.hits, zs.misses, zs.waits,
-				zs.readahead, zs.evictions, zs.dropped, zs.decompressed_bytes,
-				zs.resident_bytes);
+				"\nchunk_resident_bytes %" PRIu64 "\nchunk_lent_bytes %" PRIu64 "\n",
+				zs.hits, zs.misses, zs.waits, zs.readahead, zs.evictions,
+				zs.dropped, zs.decompressed_bytes, zs.resident_bytes,
+				zs.lent_bytes);
 		cli_print_remote_stats(f, cairn_cache_bdev(cairn_image_cache(cf->img)), "kv");
 	}
 	if (cf->img)

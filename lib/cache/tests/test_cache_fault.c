@@ -13,9 +13,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <cmocka.h>
 #include <cairn/testing.h>
 #include "cache_test_util.h"
+#include "util/tests/iov.h"
 
 #define DEV_SIZE (6u << 20)
 
@@ -60,6 +62,40 @@ static void rig_close(struct rig *r)
 	free(r->src);
 }
 
+/* The lent bytes of a pinned read, copied out (len, the read's, is checked). */
+struct copy_out {
+	unsigned char *buf;
+	size_t len;
+	int calls;
+};
+
+static int copy_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct copy_out *o = ctx;
+
+	o->calls++;
+	assert_int_equal(total, o->len);
+	assert_int_equal(t_iov_gather(o->buf, o->len, iov, iovcnt), total);
+	return 0;
+}
+
+/* Every other read of a file is pinned (cairn_cache_read_pinned): a failed
+ * fetch returns its error and lends nothing. */
+static ssize_t file_read(struct rig *r, unsigned char *buf, size_t len, uint64_t off,
+			 const struct cairn_cache_hint *h, int pinned)
+{
+	struct copy_out o = { buf, len, 0 };
+	int rc;
+
+	if (!pinned)
+		return cairn_cache_read(r->cache, buf, len, off, h);
+	rc = cairn_cache_read_pinned(r->cache, len, off, h, copy_lent, &o);
+	if (rc == CAIRN_CACHE_COPY)
+		return cairn_cache_read(r->cache, buf, len, off, h);
+	assert_int_equal(o.calls, rc == 0);
+	return rc ? rc : (ssize_t)len;
+}
+
 /* Read every file in chunks of bs (plus a metadata-like read without a hint).
  * Every read returns all its bytes, right, or -EIO. Returns the -EIO count. */
 static unsigned read_tree(struct rig *r, size_t bs, int expect_clean)
@@ -79,7 +115,7 @@ static unsigned read_tree(struct rig *r, size_t bs, int expect_clean)
 		for (uint64_t o = h.lo; o < h.hi; o += bs) {
 			size_t len = h.hi - o < bs ? (size_t)(h.hi - o) : bs;
 
-			n = cairn_cache_read(r->cache, buf, len, o, &h);
+			n = file_read(r, buf, len, o, &h, (o - h.lo) / bs % 2);
 			if (n == -EIO && !expect_clean) {
 				eio++;
 				continue;

@@ -5,6 +5,8 @@
  * evictions and readahead all race. Half of them hand what they read on as
  * delivered (use-once), so segments are dropped, left as ghosts and fetched
  * again under the others' feet, and profile prefetches claim runs meanwhile.
+ * A quarter of them read pinned (cairn_cache_read_pinned), so segments are
+ * held, lent, delivered and evicted under one another.
  * Every byte is checked against the source.
  * `make tsan-test` runs this under ThreadSanitizer.
  */
@@ -16,8 +18,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <cmocka.h>
 #include "cache_test_util.h"
+#include "util/tests/iov.h"
 
 #define DEV_SIZE (8u << 20)
 #define THREADS 8
@@ -33,6 +37,37 @@ struct targ {
 	unsigned id;
 	long bad;
 };
+
+/* A pinned read (cairn_cache_read_pinned), checked in the callback while the
+ * segments are held; CAIRN_CACHE_COPY (evicted again before they could be
+ * held) is a right answer too. 1 when right. */
+struct lent_want {
+	const unsigned char *src;
+	size_t len;
+	int bad;
+};
+
+static int check_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent_want *w = ctx;
+
+	w->bad |= total != w->len || !t_iov_equal(iov, iovcnt, w->src, w->len);
+	return 0;
+}
+
+static int read_ok(struct shared *sh, unsigned char *buf, size_t len, uint64_t off,
+		   const struct cairn_cache_hint *h, int pinned)
+{
+	size_t want = len < DEV_SIZE - off ? len : (size_t)(DEV_SIZE - off);
+	struct lent_want w = { sh->src + off, want, 0 };
+	int rc;
+
+	if (!pinned)
+		return cairn_cache_read(sh->cache, buf, len, off, h) == (ssize_t)want &&
+		       !memcmp(buf, sh->src + off, want);
+	rc = cairn_cache_read_pinned(sh->cache, len, off, h, check_lent, &w);
+	return rc == CAIRN_CACHE_COPY || (rc == 0 && !w.bad);
+}
 
 static void *reader(void *p)
 {
@@ -54,8 +89,7 @@ static void *reader(void *p)
 			for (uint64_t o = lo; o < h.hi; o += 65536) {
 				size_t len = h.hi - o < 65536 ? (size_t)(h.hi - o) : 65536;
 
-				if (cairn_cache_read(sh->cache, buf, len, o, &h) != (ssize_t)len ||
-				    memcmp(buf, sh->src + o, len))
+				if (!read_ok(sh, buf, len, o, &h, t->id == 7))
 					t->bad++;
 				else if (t->id % 8 == 7)
 					cairn_cache_delivered(sh->cache, o, len);
@@ -75,8 +109,7 @@ static void *reader(void *p)
 		size_t len = (size_t)(rng_next(&rng) % (i % 16 ? 9000 : 300000)) + 1;
 		size_t want = len < DEV_SIZE - off ? len : (size_t)(DEV_SIZE - off);
 
-		if (cairn_cache_read(sh->cache, buf, len, off, NULL) != (ssize_t)want ||
-		    memcmp(buf, sh->src + off, want))
+		if (!read_ok(sh, buf, len, off, NULL, t->id % 4 == 1))
 			t->bad++;
 		else if (t->id % 2)
 			cairn_cache_delivered(sh->cache, off, want);

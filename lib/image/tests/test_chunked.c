@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <pthread.h>
+#include <sys/uio.h>
 #include <cmocka.h>
 #include <zstd.h>
 #include "hostile.h"
@@ -620,6 +621,75 @@ static void test_span_and_random(void **state)
 	free(p.buf);
 }
 
+/* A pinned read (cairn_image_read_pinned) of a compressed file, checked in
+ * the callback against hostile_write's bytes; with `deliver`, the bytes lent
+ * are delivered there (use-once), while the read holds its chunks. */
+struct lent {
+	struct cairn_image *img;
+	cairn_ino_t ino;
+	uint64_t off;
+	unsigned salt;
+	int deliver, calls, iovcnt, bad;
+	uint64_t dropped_inside;
+};
+
+static int check_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent *l = ctx;
+	uint64_t at = l->off;
+
+	l->calls++;
+	l->iovcnt = iovcnt;
+	for (int i = 0; i < iovcnt; i++)
+		for (size_t k = 0; k < iov[i].iov_len; k++, at++)
+			l->bad |= ((const unsigned char *)iov[i].iov_base)[k] != hostile_byte(at, l->salt);
+	l->bad |= at != l->off + total;
+	if (l->deliver) {
+		struct cairn_chunk_cache_stats st;
+
+		cairn_image_delivered(l->img, l->ino, l->off, total);
+		assert_int_equal(cairn_image_chunk_cache_stats(l->img, &st), 0);
+		l->dropped_inside = st.dropped;
+	}
+	return 0;
+}
+
+/* Compressed files are lent from the chunk cache, one iovec per chunk, each
+ * chunk held: delivered while lent, none is dropped until the read lets go.
+ * A piece in a zero chunk has nothing to lend: the caller copies. */
+static void test_read_pinned(void **state)
+{
+	struct built b = build(CAIRN_MKFS_LZ4, 14);
+	struct cairn_image *img = open_buf(&b);
+	struct cairn_chunk_cache_stats st;
+	struct lent l = { img, ino_of(img, "/big"), 5000, 2, 0, 0, 0, 0, 0 };
+	char buf[4];
+
+	(void)state;
+	assert_int_equal(cairn_image_read_pinned(img, l.ino, 100000, l.off, check_lent, &l), 0);
+	assert_int_equal(l.calls, 1);
+	assert_int_equal(l.bad, 0);
+	assert_int_equal(l.iovcnt, 7); /* 16 KiB chunks 0..6 */
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.lent_bytes, 100000);
+	cairn_image_close(img);
+	img = open_buf(&b);
+	l = (struct lent){ img, ino_of(img, "/big"), 0, 2, 1, 0, 0, 0, 0 };
+	assert_int_equal(cairn_image_read_pinned(img, l.ino, 300 * 1024 + 10, 0, check_lent, &l), 0);
+	assert_int_equal(l.bad, 0);
+	assert_int_equal(l.iovcnt, 19); /* the whole file, its tail included */
+	assert_int_equal(l.dropped_inside, 0);
+	cairn_image_chunk_drain(img);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_true(st.dropped >= 18); /* the file's own chunks; the tail may be a fragment */
+	assert_int_equal(cairn_image_read_pinned(img, ino_of(img, "/sparse"), 4, 500000,
+						 check_lent, &l), CAIRN_CACHE_COPY);
+	assert_int_equal(cairn_image_read(img, ino_of(img, "/sparse"), buf, 4, 200000), 4);
+	assert_int_equal(l.calls, 1);
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 struct reader_arg {
 	struct cairn_image *img;
 	cairn_ino_t ino;
@@ -893,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_hot_codec_refused),
 		cmocka_unit_test(test_span_and_random),
 		cmocka_unit_test(test_single_flight),
+		cmocka_unit_test(test_read_pinned),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_multi_chunk_read_one_request),
 		cmocka_unit_test(test_no_readahead_out_of_hot),

@@ -31,11 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <cairn/cairn.h>
+#include "util/tests/iov.h"
 
 #define NFILES 4
 static const char *const g_paths[NFILES] = { "/a", "/d/e", "/c", "/d/big" };
@@ -396,6 +398,54 @@ static uint8_t *bad_copy(struct fx *f, unsigned g, cairn_ino_t *ino, uint64_t *l
 	memcpy(copy, f->bytes, f->len);
 	copy[*lo + g * 4096 + 5] ^= 1;
 	return copy;
+}
+
+/* What a pinned image read lent, copied out; calls counts the lendings. */
+struct lent_copy {
+	uint8_t *buf;
+	size_t cap;
+	int calls;
+};
+
+static int copy_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent_copy *l = ctx;
+
+	l->calls++;
+	assert_int_equal(t_iov_gather(l->buf, l->cap, iov, iovcnt), total);
+	return 0;
+}
+
+/* A pinned read (cairn_image_read_pinned: the FUSE reply lent the segment
+ * cache's memory) of a bad granule fails as a copied one does, before lending
+ * anything; the good granules around it are lent, right. */
+static void test_bad_granule_pinned(void **state)
+{
+	struct fx *f = *state;
+	struct vopts o;
+	struct cairn_image *img;
+	static uint8_t buf[40000];
+	struct lent_copy l = { buf, sizeof(buf), 0 };
+	const size_t size = g_sizes[3];
+	cairn_ino_t ino;
+	uint64_t lo;
+	uint8_t *copy = bad_copy(f, 3, &ino, &lo);
+
+	opts_pinned(&o, f->digest);
+	assert_int_equal(open_bytes(f, copy, &o, &img, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(cairn_image_read_pinned(img, ino, size, 0, copy_lent, &l),
+				 -CAIRN_EDIGEST);
+		assert_int_equal(l.calls, round);
+		assert_int_equal(cairn_image_read_pinned(img, ino, 4096, 4 * 4096, copy_lent, &l), 0);
+		assert_int_equal(l.calls, round + 1);
+		assert_memory_equal(buf, f->want[3] + 4 * 4096, 4096);
+		assert_int_equal(cairn_image_read_pinned(img, ino, 10, 3 * 4096, copy_lent, &l),
+				 -CAIRN_EDIGEST);
+	}
+	assert_int_equal(l.calls, 2);
+	cairn_image_close(img);
+	free(copy);
 }
 
 static uint64_t requests(struct cairn_bdev *stats)
@@ -768,6 +818,7 @@ int main(void)
 		cmocka_unit_test(test_pinned_root),
 		cmocka_unit_test(test_reproducible),
 		cmocka_unit_test(test_bad_granule_alone),
+		cmocka_unit_test(test_bad_granule_pinned),
 		cmocka_unit_test(test_bad_neighbour_no_refetch),
 		cmocka_unit_test(test_bad_granule_read_ahead),
 		cmocka_unit_test(test_reader_checks_first),
