@@ -764,7 +764,9 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 	if (o->trace_file || cf->learn_trace)
 		nc.flags |= CAIRN_NS_NAMES;
 	nc.tmp_paths = o->tmp_paths;
-	nc.ram.size_limit = o->size_limit;
+	/* Without size=, tmpfs's bound: unbounded, filling the RAM layer would get
+	 * the daemon OOM-killed, with its files, before it said ENOSPC. */
+	nc.ram.size_limit = o->size_given ? o->size_limit : memlimit_default_size();
 	nc.ram.inode_limit = o->inode_limit;
 	if (o->empty)
 		nc.ram.root_mode = 01777;
