@@ -4,8 +4,8 @@
 # limit, and still mounts. Above MemAvailable; above the memory limit of the
 # cgroup cairn mount runs in (a child cgroup made for the test, v1 or v2); and
 # no warning within both. Without size=, the bound is tmpfs's: half of the
-# smaller of RAM and the cgroup's limit, which df shows and ENOSPC enforces;
-# size=0 stays no limit.
+# smaller of RAM and the cgroup's limit, which df shows and ENOSPC enforces,
+# and an inode per 4 KiB page of it; size=0 and nr_inodes=0 stay no limit.
 . "$(dirname "$0")/common.inc"
 M=$WORK/m
 avail_m=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
@@ -53,10 +53,18 @@ got=$(stat -c %s "$M/big")
 [ "$got" -le $((32 << 20)) ] && [ "$got" -ge $((28 << 20)) ] ||
   fail "the default-bound RAM layer took $got bytes, not about 32M"
 rm "$M/big" && echo x > "$M/f" || fail "no space back after rm at the default bound"
+# And one inode per 4 KiB page of it, as tmpfs's nr_inodes: 8192.
+inodes=$(df --output=itotal "$M" | tail -n 1 | tr -d ' ')
+[ "$inodes" = 8192 ] || fail "df -i without nr_inodes= in a 64M cgroup: $inodes, not 8192"
+mkdir "$M/many" && (cd "$M/many" && seq 9000 | xargs touch 2> "$WORK/err") && fail "9000 inodes made past the default 8192"
+grep -q "No space left on device" "$WORK/err" || fail "not ENOSPC past the default inode bound: $(head -2 "$WORK/err")"
+rm -r "$M/many" && touch "$M/g" || fail "no inode back after rm at the default bound"
 umnt "$M"
-# size=0 is no limit, as on tmpfs: df shows more than the default.
-in_cg "$CAIRN" mount --empty -o size=0 "$M" || fail "mount size=0 in the cgroup"
+# size=0 and nr_inodes=0 are no limit, as on tmpfs: df shows more than the default.
+in_cg "$CAIRN" mount --empty -o size=0,nr_inodes=0 "$M" || fail "mount size=0 in the cgroup"
 total=$(df -B1 --output=size "$M" | tail -n 1 | tr -d ' ')
 [ "$total" -gt $((32 << 20)) ] || fail "size=0 bounded at $total bytes, like the default"
+inodes=$(df --output=itotal "$M" | tail -n 1 | tr -d ' ')
+[ "$inodes" -gt 8192 ] || fail "nr_inodes=0 bounded at $inodes, like the default"
 umnt "$M"
 echo "size_limit: ok"

@@ -24,7 +24,8 @@ static const char usage[] =
 	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
 	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
 	"  size=SIZE       RAM limit in bytes (K/M/G suffixes; default half of RAM or\n"
-	"                  the cgroup's limit, 0 = none); nr_inodes=N\n"
+	"                  the cgroup's limit, 0 = none); nr_inodes=N (default that\n"
+	"                  in 4K pages, 0 = none)\n"
 	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
 	"                  (512 to 256M)\n"
 	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
@@ -140,6 +141,7 @@ static int parse_one(struct mount_opts *o, char *key)
 	} else if (!strcmp(key, "nr_inodes")) {
 		if (size_opt(key, val, &o->inode_limit))
 			return -1;
+		o->inodes_given = 1;
 	} else if (!strcmp(key, "cache_size")) {
 		if (size_opt(key, val, &v))
 			return -1;
