@@ -781,8 +781,12 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 	if (o->trace_file || cf->learn_trace)
 		nc.flags |= CAIRN_NS_NAMES;
 	nc.tmp_paths = o->tmp_paths;
-	nc.ram.size_limit = o->size_limit;
-	nc.ram.inode_limit = o->inode_limit;
+	/* Without size= and nr_inodes=, tmpfs's bounds: unbounded, filling the RAM
+	 * layer (with data, or with inodes, ~0.5 KiB of the daemon's each and not
+	 * counted in size=) would get the daemon OOM-killed, with its files, before
+	 * it said ENOSPC. tmpfs allows one inode per page of its default size. */
+	nc.ram.size_limit = o->size_given ? o->size_limit : memlimit_default_size();
+	nc.ram.inode_limit = o->inodes_given ? o->inode_limit : memlimit_default_size() / 4096;
 	if (o->empty)
 		nc.ram.root_mode = 01777;
 	nc.err_path = bad_tmp;

@@ -119,5 +119,9 @@ int mountinfo_each(int (*fn)(const struct mountinfo_entry *e, void *arg), void *
 /* memlimit.c: warns on stderr when -o size= is more than the memory the RAM
  * layer can have (the cgroup's limit or MemAvailable), naming that limit. */
 void memlimit_check_size(const struct mount_opts *o);
+/* The RAM layer's size without -o size=, as tmpfs's: half of the smaller of
+ * physical RAM and the daemon's cgroup memory limit (bytes, a multiple of 4096;
+ * 0 when neither is known). */
+uint64_t memlimit_default_size(void);
 
 #endif

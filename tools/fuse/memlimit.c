@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "daemon.h"
 
 struct mem_limit {
@@ -109,13 +110,11 @@ static int walk_cgroups(const struct mountinfo_entry *e, void *arg)
 	return 1; /* one mount of the hierarchy is enough */
 }
 
-static void mem_limit(struct mem_limit *m)
+/* The smallest memory limit of the cgroups this process is in, v1 and v2. */
+static void cgroup_limit(struct mem_limit *m)
 {
-	char path[PATH_MAX], line[256];
-	FILE *f;
+	char path[PATH_MAX];
 
-	m->bytes = UINT64_MAX;
-	m->what[0] = 0;
 	for (int v2 = 0; v2 < 2; v2++) {
 		struct hierarchy h = { v2, path, m };
 
@@ -123,6 +122,16 @@ static void mem_limit(struct mem_limit *m)
 		if (path[0])
 			mountinfo_each(walk_cgroups, &h);
 	}
+}
+
+static void mem_limit(struct mem_limit *m)
+{
+	char line[256];
+	FILE *f;
+
+	m->bytes = UINT64_MAX;
+	m->what[0] = 0;
+	cgroup_limit(m);
 	f = fopen("/proc/meminfo", "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		uint64_t kb;
@@ -132,6 +141,21 @@ static void mem_limit(struct mem_limit *m)
 	}
 	if (f)
 		fclose(f);
+}
+
+uint64_t memlimit_default_size(void)
+{
+	struct mem_limit m = { .bytes = UINT64_MAX };
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t half;
+
+	cgroup_limit(&m);
+	if (pages > 0 && page > 0)
+		lower(&m, (uint64_t)pages * (uint64_t)page, "%sphysical RAM", "");
+	if (m.bytes == UINT64_MAX)
+		return 0; /* neither known: no limit, as before */
+	half = (m.bytes / 2) & ~(uint64_t)4095; /* in whole pages, as tmpfs counts */
+	return half ? half : 4096;              /* never 0, which would mean none */
 }
 
 void memlimit_check_size(const struct mount_opts *o)

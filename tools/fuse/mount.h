@@ -21,6 +21,9 @@ struct mount_opts {
 	struct cairn_fault_config fault;
 	int has_fault;
 	uint64_t size_limit, inode_limit;
+	int size_given;                 /* -o size= came (size=0: no limit, as tmpfs's);
+					   else memlimit_default_size() */
+	int inodes_given;               /* -o nr_inodes= came; else that size in 4 KiB pages */
 	unsigned max_threads;           /* 0 = MAX_THREADS (daemon.c); else 1..MOUNT_MAX_THREADS */
 	int verify;                     /* CAIRN_VERIFY_*: metadata check at mount; NONE
 					   also turns digest checking off (open.verify.off) */

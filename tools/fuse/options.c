@@ -23,7 +23,9 @@ static const char usage[] =
 	"options (-o, comma-separated):\n"
 	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
 	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
-	"  size=SIZE       RAM limit in bytes (K/M/G suffixes); nr_inodes=N\n"
+	"  size=SIZE       RAM limit in bytes (K/M/G suffixes; default half of RAM or\n"
+	"                  the cgroup's limit, 0 = none); nr_inodes=N (default that\n"
+	"                  in 4K pages, 0 = none)\n"
 	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
 	"                  (512 to 256M)\n"
 	"  read_ahead=SIZE the kernel's read-ahead window for this mount (bdi\n"
@@ -138,9 +140,11 @@ static int parse_one(struct mount_opts *o, char *key)
 	else if (!strcmp(key, "size")) {
 		if (size_opt(key, val, &o->size_limit))
 			return -1;
+		o->size_given = 1;
 	} else if (!strcmp(key, "nr_inodes")) {
 		if (size_opt(key, val, &o->inode_limit))
 			return -1;
+		o->inodes_given = 1;
 	} else if (!strcmp(key, "cache_size")) {
 		if (size_opt(key, val, &v))
 			return -1;
