@@ -227,18 +227,15 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
 	    header_value(line, n, "Last-Modified", x->lastmod, sizeof(x->lastmod)))
 		return n;
 	if (header_value(line, n, "Content-Range", v, sizeof(v))) {
-		unsigned long long a, b, t;
-		char star;
+		struct content_range r;
 
-		if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
-			x->total_known = 1;
-			x->r_total = t;
-		} else if (sscanf(v, "bytes %llu-%llu/%c", &a, &b, &star) != 3 || star != '*') {
+		if (content_range_parse(v, &r))
 			return n; /* unparsable: have_range stays 0, the attempt fails */
-		}
 		x->have_range = 1;
-		x->r_first = a;
-		x->r_last = b;
+		x->total_known = r.total_known;
+		x->r_total = r.total;
+		x->r_first = r.first;
+		x->r_last = r.last;
 	}
 	return n;
 }
