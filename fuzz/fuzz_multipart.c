@@ -12,9 +12,12 @@
  * past it). The body is fed whole, then in pieces of a size chosen by the input,
  * then a byte at a time: the parser must give the same verdict and the same
  * bytes every way (it streams), a failed feed must stay failed, and a finished
- * answer must have filled every entry.
+ * answer must have filled every entry. The Content-Type line is also given to
+ * the single-range answers' Content-Range parser.
  */
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "remote/multipart.h"
@@ -93,6 +96,28 @@ static void free_bufs(struct entries *e)
 	}
 }
 
+/* The Content-Type line read as a Content-Range header value too (the parser of
+ * single-range answers): what it accepts holds together and prints back as the
+ * same range. */
+static void check_content_range(const char *s)
+{
+	struct content_range r, again;
+	char text[80];
+
+	if (content_range_parse(s, &r))
+		return;
+	if (r.first > r.last || (r.total_known && r.last >= r.total))
+		abort();
+	if (r.total_known)
+		snprintf(text, sizeof(text), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, r.first,
+			 r.last, r.total);
+	else
+		snprintf(text, sizeof(text), "bytes %" PRIu64 "-%" PRIu64 "/*", r.first, r.last);
+	if (content_range_parse(text, &again) || again.first != r.first || again.last != r.last ||
+	    again.total != r.total || again.total_known != r.total_known)
+		abort();
+}
+
 static int same_bytes(const struct entries *a, const struct entries *b)
 {
 	for (unsigned i = 0; i < a->n; i++)
@@ -122,6 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	size -= (size_t)(nl - data) + 1;
 	data = nl + 1;
+	check_content_range(ctype);
 
 	rc = parse(&whole, ctype, data, size, 0);
 	for (size_t s = step; s; s = s == 1 ? 0 : 1) {
