@@ -10,9 +10,12 @@
 #      FUZZ_TARGETS  space-separated subset (default: all)
 #      FUZZ_JOBS     parallel targets (default 1; the machine is shared)
 #      FUZZ_BUILD    build folder (default build-fuzz)
+#      FUZZ_TIMEOUT  seconds one input may run (default 25; 5 finds hangs sooner)
+#      FUZZ_RSS_MB   process RSS limit in MiB (default 1024)
 set -u
 cd "$(dirname "$0")/.."
 : "${FUZZ_SECONDS:=60}" "${FUZZ_JOBS:=1}" "${FUZZ_BUILD:=build-fuzz}"
+: "${FUZZ_TIMEOUT:=25}" "${FUZZ_RSS_MB:=1024}"
 export FUZZ_BUILD
 make -s -f fuzz/Makefile -j2 FUZZ_BUILD="$FUZZ_BUILD" || exit 1
 targets=${FUZZ_TARGETS:-$(make -s -f fuzz/Makefile list)}
@@ -39,8 +42,8 @@ run_one() { # target
   # -malloc_limit_mb: one allocation above this is a finding (bounded memory);
   # -rss_limit_mb the same for the whole process.
   # shellcheck disable=SC2086
-  nice -n 10 "$FUZZ_BUILD/$t" -max_total_time="$FUZZ_SECONDS" -timeout=25 \
-    -rss_limit_mb=1024 -malloc_limit_mb=256 -max_len=65536 \
+  nice -n 10 "$FUZZ_BUILD/$t" -max_total_time="$FUZZ_SECONDS" -timeout="$FUZZ_TIMEOUT" \
+    -rss_limit_mb="$FUZZ_RSS_MB" -malloc_limit_mb=256 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" $seeds >"$log" 2>&1
   rc=$?
   stats=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$log" | tail -n 1)

@@ -207,6 +207,25 @@ static int header_value(const char *line, size_t n, const char *name, char *out,
 	return 1;
 }
 
+/* The code of a status line "HTTP/V NNN reason", read within its n bytes (curl's
+ * header lines are not NUL-terminated, and atoi would overflow on a long run of
+ * digits); 0, which no check accepts, when it is not three digits. */
+static int status_of(const char *line, size_t n)
+{
+	const char *sp = memchr(line, ' ', n);
+	const char *end = line + n;
+	int code = 0;
+
+	if (!sp || end - sp < 4)
+		return 0;
+	for (int i = 1; i <= 3; i++) {
+		if (sp[i] < '0' || sp[i] > '9')
+			return 0;
+		code = code * 10 + (sp[i] - '0');
+	}
+	return end - sp == 4 || sp[4] == ' ' || sp[4] == '\r' || sp[4] == '\n' ? code : 0;
+}
+
 static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
 {
 	struct xfer *x = ctx;
@@ -215,9 +234,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
 
 	if (n > 5 && !strncmp(line, "HTTP/", 5)) {
 		/* A new response (after a redirect or a 100): forget the last one's. */
-		const char *sp = memchr(line, ' ', n);
-
-		x->status = sp ? atoi(sp + 1) : 0;
+		x->status = status_of(line, n);
 		x->have_range = x->total_known = 0;
 		x->etag[0] = x->lastmod[0] = x->ctype[0] = '\0';
 		return n;
@@ -227,18 +244,15 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ctx)
 	    header_value(line, n, "Last-Modified", x->lastmod, sizeof(x->lastmod)))
 		return n;
 	if (header_value(line, n, "Content-Range", v, sizeof(v))) {
-		unsigned long long a, b, t;
-		char star;
+		struct content_range r;
 
-		if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
-			x->total_known = 1;
-			x->r_total = t;
-		} else if (sscanf(v, "bytes %llu-%llu/%c", &a, &b, &star) != 3 || star != '*') {
+		if (content_range_parse(v, &r))
 			return n; /* unparsable: have_range stays 0, the attempt fails */
-		}
 		x->have_range = 1;
-		x->r_first = a;
-		x->r_last = b;
+		x->total_known = r.total_known;
+		x->r_total = r.total;
+		x->r_first = r.first;
+		x->r_last = r.last;
 	}
 	return n;
 }

@@ -6,7 +6,6 @@
  * boundary (which part bytes may contain).
  */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include "remote/multipart.h"
@@ -93,22 +92,66 @@ static int start_part(struct mp_parser *p)
 	return BAD;
 }
 
+/* A run of decimal digits at *s into *v: 0, or -EIO when there is none or it
+ * does not fit 64 bits. */
+static int digits(const char **s, uint64_t *v)
+{
+	const char *p = *s;
+
+	*v = 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (*v > (UINT64_MAX - d) / 10)
+			return -EIO;
+		*v = *v * 10 + d;
+	}
+	if (p == *s)
+		return -EIO;
+	*s = p;
+	return 0;
+}
+
+static const char *skip_ows(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+int content_range_parse(const char *s, struct content_range *r)
+{
+	s = skip_ows(s);
+	if (strncasecmp(s, "bytes", 5) || (s[5] != ' ' && s[5] != '\t'))
+		return -EIO;
+	s = skip_ows(s + 5);
+	if (digits(&s, &r->first) || *s++ != '-' || digits(&s, &r->last) || *s++ != '/')
+		return -EIO;
+	r->total_known = *s != '*';
+	r->total = 0;
+	if (!r->total_known)
+		s++;
+	else if (digits(&s, &r->total))
+		return -EIO;
+	if (*skip_ows(s) || r->first > r->last || (r->total_known && r->last >= r->total))
+		return -EIO;
+	return 0;
+}
+
 static int header_line(struct mp_parser *p, const char *l, size_t n)
 {
 	static const char cr[] = "content-range:";
-	unsigned long long a, b, t;
-	char tail;
+	struct content_range r;
 
 	if (!n)
 		return start_part(p);
 	if (n > sizeof(cr) - 1 && !strncasecmp(l, cr, sizeof(cr) - 1)) {
-		if (p->have_range ||
-		    sscanf(l + sizeof(cr) - 1, " bytes %llu-%llu/%llu%c", &a, &b, &t, &tail) != 3 ||
-		    a > b || t != p->size || b >= t)
+		if (p->have_range || content_range_parse(l + sizeof(cr) - 1, &r) ||
+		    !r.total_known || r.total != p->size)
 			return BAD;
 		p->have_range = 1;
-		p->first = a;
-		p->last = b;
+		p->first = r.first;
+		p->last = r.last;
 	}
 	return HEADERS;
 }

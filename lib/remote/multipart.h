@@ -35,6 +35,18 @@ struct mp_parser {
 	unsigned char done[MP_MAX_RANGES];
 };
 
+/* A Content-Range value (RFC 9110 14.4): "bytes FIRST-LAST/TOTAL" or, total
+ * unknown, "bytes FIRST-LAST/" and a star (then total_known is 0). */
+struct content_range {
+	uint64_t first, last, total;
+	int total_known;
+};
+
+/* Parses a Content-Range value, spaces and tabs around it allowed. Strict, as it
+ * comes from an untrusted server: decimal digits only (no sign, no overflow past
+ * 2^64-1), FIRST <= LAST, LAST < TOTAL, nothing after it. 0, or -EIO. */
+int content_range_parse(const char *s, struct content_range *r);
+
 /* Starts a parser for the entries v[0..n) (n <= MP_MAX_RANGES) of a file of
  * `size` bytes, from the response's Content-Type value. -ENOTSUP when it is not
  * multipart/byteranges (a server that answered one range or the whole file),

@@ -14,6 +14,8 @@ test can change them mid-run):
   norange      ignore Range (200 with the whole file)
   etag=TAG     the ETag sent (default "v1"); changing it = the image changed
   size=BYTES   pretend the file is this long (truncate: smaller)
+  crange=T     send T as the Content-Range of a single-range 206 ('_' stands for
+               a space; {first}, {last} and {size} are filled in)
   mr=HOW       a multi-range request (bytes=a-b,c-d,...) is answered with
                multipart/byteranges unless HOW is: single (the first range
                alone), whole (200, the whole file), badboundary (the body's
@@ -106,7 +108,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("ETag", '"%s"' % m.get("etag", "v1"))
         self.send_header("Content-Length", str(len(body)))
         if status == 206:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
+            crange = m.get("crange", "bytes_{first}-{last}/{size}").replace("_", " ")
+            self.send_header("Content-Range", crange.format(first=first, last=last, size=size))
         self.end_headers()
         if every(m, "short", n):
             self.wfile.write(body[: len(body) // 2])

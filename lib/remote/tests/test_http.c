@@ -282,6 +282,36 @@ static void test_mirror_and_config(void **state)
 	set_mode(f, NULL);
 }
 
+/* A Content-Range that sscanf's %llu would read but RFC 9110 does not allow
+ * (a sign, no space after "bytes", a number past 2^64-1) is no range: the first
+ * answer is refused, so no image of a made-up size is opened. */
+static void test_hostile_content_range(void **state)
+{
+	static const char *bad[] = {
+		"crange=bytes_{first}-{last}/+{size}",
+		"crange=bytes_-{first}-{last}/{size}",
+		"crange=bytes{first}-{last}/{size}",
+		"crange=bytes_{first}-{last}/{size}0000000000000000000000",
+		"crange=bytes_{first}-{last}/{size}_x",
+	};
+	struct fx *f = *state;
+	struct cairn_bdev *d;
+	int rc;
+
+	set_mode(f, "crange=bytes_{first}-{last}/{size}"); /* what a server sends */
+	d = open_http(f, NULL, 0, 0, &rc);
+	assert_int_equal(rc, 0);
+	cairn_bdev_close(d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		set_mode(f, bad[i]);
+		d = open_http(f, NULL, 0, 0, &rc);
+		if (rc >= 0)
+			fail_msg("opened with %s", bad[i]);
+		assert_null(d);
+	}
+	set_mode(f, NULL);
+}
+
 /* Scattered entries out of order (as a profile asks), one in the head, with a
  * guard byte after each buffer. */
 #define NV 5
@@ -407,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_changed),
 		cmocka_unit_test(test_retries_and_timeout),
 		cmocka_unit_test(test_mirror_and_config),
+		cmocka_unit_test(test_hostile_content_range),
 		cmocka_unit_test(test_readv_multirange),
 		cmocka_unit_test(test_readv_fallback),
 	};
