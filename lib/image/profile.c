@@ -626,7 +626,8 @@ static int profile_holes(struct cairn_image *img, struct cairn_profile *p, struc
 
 	for (size_t i = 0; i < p->nfiles && rc != -ENOMEM; i++)
 		rc = file_holes(img, &p->files[i], seg, h);
-	qsort(h->v, h->n, sizeof(*h->v), by_pos);
+	if (h->n)
+		qsort(h->v, h->n, sizeof(*h->v), by_pos);
 	return rc == -ENOMEM ? rc : 0;
 }
 
