@@ -337,6 +337,57 @@ static void test_other_tree_harmless(void **state)
 	cairn_image_close(img);
 }
 
+static uint64_t misses(struct cairn_image *img)
+{
+	struct cairn_cache_stats st;
+
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	return st.misses;
+}
+
+/* Reads len bytes of /big at off, checks them, and returns the segments the
+ * read missed (requests would count the cache's readahead too). */
+static uint64_t read_misses(struct cairn_image *img, cairn_ino_t big, uint64_t off, size_t len)
+{
+	static char buf[65536];
+	uint64_t n = misses(img);
+
+	assert_true(len <= sizeof(buf));
+	assert_int_equal(cairn_image_read(img, big, buf, len, off), (ssize_t)len);
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal((unsigned char)buf[i], ((off + i) * 31 + 7) & 0xff);
+	return misses(img) - n;
+}
+
+/* A hole of at most two segments between two ranges of one file is fetched
+ * with them (a run reads pages next to the traced run's); a longer one is not.
+ * The hole is no range's: it is neither kept nor pushed as one. */
+static void test_fills_holes(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_cache_config cc = { .segment_size = 65536 };
+	/* /big starts 8 KiB into a segment: ranges in segments 1, 4 and 15 of the
+	 * device, holes of 2 whole segments (2 and 3) and of 10. Without the fill,
+	 * neither hole joins a run: a run takes gaps no larger than its wanted part. */
+	const char *text = "/big 100000 4096\n/big 254952 4096\n/big 1000000 4096\n";
+	struct ranges r = { .n = 0 };
+	struct cairn_image *img;
+	cairn_ino_t big;
+
+	assert_int_equal(t_open_image_with(fx->img, &cc, 1, &img), 0);
+	big = ino_of(img, "/big");
+	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
+	cairn_image_prefetch_hot(img);
+	cairn_cache_drain(cairn_image_cache(img));
+	assert_int_equal(cairn_image_hot_ranges(img, big, collect, &r), 0);
+	assert_int_equal(r.n, 3);
+	/* first, before a stream of reads makes the cache read ahead */
+	assert_true(read_misses(img, big, 500000, 4096) > 0);
+	assert_int_equal(read_misses(img, big, 122880, 65536), 0);
+	assert_int_equal(read_misses(img, big, 188416, 65536), 0);
+	cairn_image_close(img);
+}
+
 static void test_garbage(void **state)
 {
 	struct fixture *fx = *state;
@@ -649,6 +700,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_save_survives_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_mount_lean, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fills_holes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
