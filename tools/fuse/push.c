@@ -261,6 +261,58 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 		cairn_ns_forget(p->cf->ns, node, 1);
 }
 
+/* Lock held: cuts the pages [lo, hi) out of queued range h[i] of the same node,
+ * splitting it when they lie inside (the tail is queued on its own, with a
+ * reference of its own). Widens [*tlo, *thi) over what was cut. */
+static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, uint64_t *tlo,
+		      uint64_t *thi)
+{
+	struct push_range *r = &p->heap[i];
+	uint64_t beg = r->file_off & ~(uint64_t)(PAGE - 1), end = r->file_off + r->len;
+	uint64_t clo = lo > beg ? lo : beg, chi = hi < end ? hi : end;
+
+	if (!r->len || clo >= chi)
+		return;
+	*tlo = clo < *tlo ? clo : *tlo;
+	*thi = chi > *thi ? chi : *thi;
+	if (clo == beg && chi == end) { /* all served: popped and given up */
+		r->len = 0;
+	} else if (clo == beg) {
+		r->file_off = chi; /* pos stays: the heap's order holds */
+		r->len = end - chi;
+	} else if (chi == end) {
+		r->len = clo - r->file_off;
+	} else {
+		struct push_range tail = *r;
+
+		tail.pos = r->pos + (chi - r->file_off);
+		tail.file_off = chi;
+		tail.len = end - chi;
+		tail.deliver = 0; /* a span is only pushed once, as one piece */
+		r->len = clo - r->file_off;
+		if (!r->deliver && heap_push(p, &tail) == 0) /* r may have moved */
+			cairn_ns_hold(p->cf->ns, tail.node);
+	}
+}
+
+void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len)
+{
+	/* Whole pages only: the kernel keeps a READ's pages, a part page is read again. */
+	uint64_t lo = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	uint64_t hi = (off + len) & ~(uint64_t)(PAGE - 1), tlo = UINT64_MAX, thi = 0;
+
+	if (!p || lo >= hi)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0, n = p->n; i < n; i++) /* a split's tail, at the end, is left */
+		if (p->heap[i].node == node)
+			range_cut(p, i, lo, hi, &tlo, &thi);
+	pthread_mutex_unlock(&p->lock);
+	/* The push kept those pages' chunks for itself; the kernel has them now. */
+	if (tlo < thi)
+		cairn_ns_delivered(p->cf->ns, node, tlo, thi - tlo);
+}
+
 /* ---- the pushing thread ---- */
 
 /* Files are queued before the reply that tells the kernel of them (fuse_ops.c),
@@ -292,6 +344,8 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
 	ssize_t got;
 
+	if (!r->len) /* the program read all of it first (push_served) */
+		return 0;
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
 	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
 				  r->deliver ? CAIRN_READ_ALONE | CAIRN_READ_CACHED : 0);
