@@ -263,11 +263,21 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 		cairn_ns_forget(p->cf->ns, node, 1);
 }
 
+/* Cuts of one served read delivered after the lock is let go; a read of 1 MiB
+ * meets a few ranges at most, and a cut not delivered is only held longer. */
+#define CUTS_MAX 8
+
+struct cuts {
+	uint64_t lo[CUTS_MAX], hi[CUTS_MAX];
+	unsigned n;
+};
+
 /* Lock held: cuts the pages [lo, hi) out of queued range h[i] of the same node,
  * splitting it when they lie inside (the tail is queued on its own, with a
- * reference of its own). Widens [*tlo, *thi) over what was cut. */
-static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, uint64_t *tlo,
-		      uint64_t *thi)
+ * reference of its own), and notes what was cut in c. Each cut is delivered
+ * alone: a union of them could cover pages of a range being pushed now, and
+ * drop its chunk before the push reads it. */
+static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct cuts *c)
 {
 	struct push_range *r = &p->heap[i];
 	uint64_t beg = r->file_off & ~(uint64_t)(PAGE - 1), end = r->file_off + r->len;
@@ -275,8 +285,10 @@ static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, uint64
 
 	if (!r->len || clo >= chi)
 		return;
-	*tlo = clo < *tlo ? clo : *tlo;
-	*thi = chi > *thi ? chi : *thi;
+	if (c->n < CUTS_MAX) {
+		c->lo[c->n] = clo;
+		c->hi[c->n++] = chi;
+	}
 	if (clo == beg && chi == end) { /* all served: popped and given up */
 		r->len = 0;
 	} else if (clo == beg) {
@@ -301,18 +313,19 @@ void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len)
 {
 	/* Whole pages only: the kernel keeps a READ's pages, a part page is read again. */
 	uint64_t lo = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
-	uint64_t hi = (off + len) & ~(uint64_t)(PAGE - 1), tlo = UINT64_MAX, thi = 0;
+	uint64_t hi = (off + len) & ~(uint64_t)(PAGE - 1);
+	struct cuts c = { .n = 0 };
 
 	if (!p || lo >= hi)
 		return;
 	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0, n = p->n; i < n; i++) /* a split's tail, at the end, is left */
 		if (p->heap[i].node == node)
-			range_cut(p, i, lo, hi, &tlo, &thi);
+			range_cut(p, i, lo, hi, &c);
 	pthread_mutex_unlock(&p->lock);
 	/* The push kept those pages' chunks for itself; the kernel has them now. */
-	if (tlo < thi)
-		cairn_ns_delivered(p->cf->ns, node, tlo, thi - tlo);
+	for (unsigned k = 0; k < c.n; k++)
+		cairn_ns_delivered(p->cf->ns, node, c.lo[k], c.hi[k] - c.lo[k]);
 }
 
 /* ---- the pushing thread ---- */
