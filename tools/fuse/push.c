@@ -283,7 +283,9 @@ static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct
 	uint64_t beg = r->file_off & ~(uint64_t)(PAGE - 1), end = r->file_off + r->len;
 	uint64_t clo = lo > beg ? lo : beg, chi = hi < end ? hi : end;
 
-	if (!r->len || clo >= chi)
+	/* A chunk's or segment's rest holds the read that queued it, and is
+	 * stored in one piece while cached: cut, its far side would be lost. */
+	if (!r->len || r->deliver || clo >= chi)
 		return;
 	if (c->n < CUTS_MAX) {
 		c->lo[c->n] = clo;
@@ -302,9 +304,8 @@ static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct
 		tail.pos = r->pos + (chi - r->file_off);
 		tail.file_off = chi;
 		tail.len = end - chi;
-		tail.deliver = 0; /* a span is only pushed once, as one piece */
 		r->len = clo - r->file_off;
-		if (!r->deliver && heap_push(p, &tail) == 0) /* r may have moved */
+		if (heap_push(p, &tail) == 0) /* r may have moved */
 			cairn_ns_hold(p->cf->ns, tail.node);
 	}
 }
