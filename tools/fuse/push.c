@@ -77,6 +77,7 @@ struct push {
 	char *buf;                /* PUSH_CHUNK bytes, mmap'd, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
 	uint64_t spans;           /* chunk and segment rests queued (under lock) */
+	uint64_t served;          /* queued bytes the program read first (push_served) */
 	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
 	unsigned spans_n;
 };
@@ -287,6 +288,7 @@ static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct
 	 * stored in one piece while cached: cut, its far side would be lost. */
 	if (!r->len || r->deliver || clo >= chi)
 		return;
+	p->served += chi - clo;
 	if (c->n < CUTS_MAX) {
 		c->lo[c->n] = clo;
 		c->hi[c->n++] = chi;
@@ -465,15 +467,17 @@ int push_start(struct daemon *cf, struct push **out)
 	return 0;
 }
 
-void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes)
+void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes,
+		 uint64_t *served)
 {
-	*files = *spans = *bytes = 0;
+	*files = *spans = *bytes = *served = 0;
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	*files = p->files;
 	*spans = p->spans;
 	*bytes = p->bytes;
+	*served = p->served;
 	pthread_mutex_unlock(&p->lock);
 }
 
