@@ -161,11 +161,11 @@ static void write_stats(struct daemon *cf)
 		fprintf(f, "profile_shipped_requests %" PRIu64 "\nprofile_shipped %d\n",
 			cf->shipped_requests, cf->shipped_used);
 	if (cf->push) {
-		uint64_t files, spans, bytes;
+		uint64_t files, spans, bytes, served;
 
-		push_counts(cf->push, &files, &spans, &bytes);
+		push_counts(cf->push, &files, &spans, &bytes, &served);
 		fprintf(f, "push_files %" PRIu64 "\npush_chunks %" PRIu64 "\npush_bytes %" PRIu64
-			"\n", files, spans, bytes);
+			"\npush_served_bytes %" PRIu64 "\n", files, spans, bytes, served);
 	}
 	cairn_ns_usage(cf->ns, &u);
 	fprintf(f, "ns_nodes %" PRIu64 "\nns_refs %" PRIu64 "\nns_copy_ups %" PRIu64

@@ -101,7 +101,12 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino);
  * after the reply); it is dropped once pushed, or now if not queued (a chunk
  * whose push is on already is not queued again). */
 void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi);
-void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes);
+/* A READ of node's [off, off + len) was replied to: its whole pages are in the
+ * kernel's page cache, so queued ranges drop them (storing them again cost the
+ * daemon's system time, not the program's) and their chunks are delivered. */
+void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len);
+void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes,
+		 uint64_t *served);
 void push_halt(struct push *p);
 void push_stop(struct push *p);
 

@@ -431,6 +431,7 @@ static void daemon_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 struct read_reply {
 	fuse_req_t req;
 	int replied;
+	size_t bytes; /* replied with */
 };
 
 static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
@@ -438,6 +439,7 @@ static int reply_iov(void *ctx, const struct iovec *iov, int iovcnt, size_t tota
 	struct read_reply *r = ctx;
 
 	r->replied = 1;
+	r->bytes = total;
 	return fuse_reply_iov(r->req, iov, iovcnt);
 }
 
@@ -513,7 +515,7 @@ static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			    struct fuse_file_info *fi)
 {
 	struct daemon *cf = ctx_of(req);
-	struct read_reply r = { req, 0 };
+	struct read_reply r = { req, 0, 0 };
 	char path[PATH_MAX];
 	int from_image = 0, rc;
 	/* The path is taken before replying: once the kernel has its data it may
@@ -522,9 +524,16 @@ static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	uint64_t sp[2][2];
 	int nsp = partial_chunks(cf, ino, size, off, sp);
 
+	if (cf->push) /* the node must outlive the reply for push_served */
+		cairn_ns_hold(cf->ns, ino);
 	rc = cairn_ns_read_iov(cf->ns, ino, size, (uint64_t)off, reply_iov, &r, &from_image);
 	for (int i = 0; i < nsp; i++) /* decompressed now: the push finds them cached */
 		push_span(cf->push, ino, sp[i][0], sp[i][1]);
+	if (cf->push) {
+		if (r.replied && rc >= 0)
+			push_served(cf->push, ino, (uint64_t)off, r.bytes);
+		cairn_ns_forget(cf->ns, ino, 1);
+	}
 	if (from_image) {
 		__atomic_add_fetch(&cf->image_reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&cf->image_read_bytes, size, __ATOMIC_RELAXED);

@@ -10,7 +10,9 @@
  * the profile position otherwise), storing each range straight into the
  * kernel's page cache (FUSE notify_store). Across all files this runs ahead of
  * the program in the order it will fault. A page the program asks for first is
- * simply read as usual; storing it again later writes the same bytes.
+ * simply read as usual, and its whole pages then leave the queue (push_served):
+ * storing them again would write the same bytes, and a zstd ordered Java start
+ * on a network disk read a quarter of its hot prefix before the push got there.
  *
  * Safety: the image never changes, so any stored page is right. Node ids are
  * addresses and get reused once freed, so each queued range holds a lookup
@@ -75,6 +77,7 @@ struct push {
 	char *buf;                /* PUSH_CHUNK bytes, mmap'd, the thread's alone */
 	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
 	uint64_t spans;           /* chunk and segment rests queued (under lock) */
+	uint64_t served;          /* queued bytes the program read first (push_served) */
 	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
 	unsigned spans_n;
 };
@@ -261,6 +264,73 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 		cairn_ns_forget(p->cf->ns, node, 1);
 }
 
+/* Cuts of one served read delivered after the lock is let go; a read of 1 MiB
+ * meets a few ranges at most, and a cut not delivered is only held longer. */
+#define CUTS_MAX 8
+
+struct cuts {
+	uint64_t lo[CUTS_MAX], hi[CUTS_MAX];
+	unsigned n;
+};
+
+/* Lock held: cuts the pages [lo, hi) out of queued range h[i] of the same node,
+ * splitting it when they lie inside (the tail is queued on its own, with a
+ * reference of its own), and notes what was cut in c. Each cut is delivered
+ * alone: a union of them could cover pages of a range being pushed now, and
+ * drop its chunk before the push reads it. */
+static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct cuts *c)
+{
+	struct push_range *r = &p->heap[i];
+	uint64_t beg = r->file_off & ~(uint64_t)(PAGE - 1), end = r->file_off + r->len;
+	uint64_t clo = lo > beg ? lo : beg, chi = hi < end ? hi : end;
+
+	/* A chunk's or segment's rest holds the read that queued it, and is
+	 * stored in one piece while cached: cut, its far side would be lost. */
+	if (!r->len || r->deliver || clo >= chi)
+		return;
+	p->served += chi - clo;
+	if (c->n < CUTS_MAX) {
+		c->lo[c->n] = clo;
+		c->hi[c->n++] = chi;
+	}
+	if (clo == beg && chi == end) { /* all served: popped and given up */
+		r->len = 0;
+	} else if (clo == beg) {
+		r->file_off = chi; /* pos stays: the heap's order holds */
+		r->len = end - chi;
+	} else if (chi == end) {
+		r->len = clo - r->file_off;
+	} else {
+		struct push_range tail = *r;
+
+		tail.pos = r->pos + (chi - r->file_off);
+		tail.file_off = chi;
+		tail.len = end - chi;
+		r->len = clo - r->file_off;
+		if (heap_push(p, &tail) == 0) /* r may have moved */
+			cairn_ns_hold(p->cf->ns, tail.node);
+	}
+}
+
+void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len)
+{
+	/* Whole pages only: the kernel keeps a READ's pages, a part page is read again. */
+	uint64_t lo = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	uint64_t hi = (off + len) & ~(uint64_t)(PAGE - 1);
+	struct cuts c = { .n = 0 };
+
+	if (!p || lo >= hi)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0, n = p->n; i < n; i++) /* a split's tail, at the end, is left */
+		if (p->heap[i].node == node)
+			range_cut(p, i, lo, hi, &c);
+	pthread_mutex_unlock(&p->lock);
+	/* The push kept those pages' chunks for itself; the kernel has them now. */
+	for (unsigned k = 0; k < c.n; k++)
+		cairn_ns_delivered(p->cf->ns, node, c.lo[k], c.hi[k] - c.lo[k]);
+}
+
 /* ---- the pushing thread ---- */
 
 /* Files are queued before the reply that tells the kernel of them (fuse_ops.c),
@@ -292,6 +362,8 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
 	ssize_t got;
 
+	if (!r->len) /* the program read all of it first (push_served) */
+		return 0;
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
 	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
 				  r->deliver ? CAIRN_READ_ALONE | CAIRN_READ_CACHED : 0);
@@ -395,15 +467,17 @@ int push_start(struct daemon *cf, struct push **out)
 	return 0;
 }
 
-void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes)
+void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes,
+		 uint64_t *served)
 {
-	*files = *spans = *bytes = 0;
+	*files = *spans = *bytes = *served = 0;
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	*files = p->files;
 	*spans = p->spans;
 	*bytes = p->bytes;
+	*served = p->served;
 	pthread_mutex_unlock(&p->lock);
 }
 

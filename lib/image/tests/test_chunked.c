@@ -543,6 +543,49 @@ static void test_prefetch_hot_decompresses(void **state)
 	free(b.buf);
 }
 
+/* A -o prefetch mount's two paths to a hot chunk: the program reads part of it
+ * itself (kept: the push still wants it), then the push stores the rest, or
+ * learns the read's pages went to the kernel (push_served: cairn_image_pushed
+ * of them). Each chunk is decompressed once, by the hot walk, and dropped once
+ * all of it has gone, whichever path delivered which part. */
+static void test_hot_chunk_read_then_pushed_once(void **state)
+{
+	struct built b;
+	struct cairn_image *img;
+	struct cairn_chunk_cache_stats st;
+	char buf[16384];
+	cairn_ino_t big;
+
+	(void)state;
+	b.buf = hostile_build_order(&b.len, CAIRN_MKFS_ZSTD, 14, "/big\n");
+	img = open_buf(&b);
+	big = ino_of(img, "/big");
+	cairn_image_prefetch_hot(img);
+	st = drained_stats(img);
+	assert_int_equal(st.readahead, 19); /* 300 KiB in 16 KiB chunks */
+	assert_int_equal(st.decompressed_bytes, 300 * 1024);
+	/* The program's read of chunk 1's first half: kept for the push. */
+	assert_int_equal(cairn_image_read(img, big, buf, 8192, 16384), 8192);
+	cairn_image_delivered(img, big, 16384, 8192);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.dropped, 0);
+	/* The reply reached the kernel: those pages leave the push (push_served). */
+	cairn_image_pushed(img, big, 16384, 8192);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.dropped, 0); /* its second half is still to be pushed */
+	/* The push stores the rest of chunk 1 and all of chunk 0. */
+	assert_int_equal(cairn_image_read(img, big, buf, 8192, 24576), 8192);
+	cairn_image_pushed(img, big, 24576, 8192);
+	assert_int_equal(cairn_image_read(img, big, buf, 16384, 0), 16384);
+	cairn_image_pushed(img, big, 0, 16384);
+	assert_int_equal(cairn_image_chunk_cache_stats(img, &st), 0);
+	assert_int_equal(st.dropped, 2);
+	assert_int_equal(st.misses, 0);
+	assert_int_equal(st.decompressed_bytes, 300 * 1024); /* nothing twice */
+	cairn_image_close(img);
+	free(b.buf);
+}
+
 /* The span a read at off yields: a compressed file's chunk; an uncompressed
  * one's cache segment (16 KiB here) clipped to the file. The detector calls a
  * short read random unless it starts the file or where a read of it ended (not
@@ -959,6 +1002,7 @@ int main(void)
 		cmocka_unit_test(test_delivered_drops),
 		cmocka_unit_test(test_readahead_skips_delivered),
 		cmocka_unit_test(test_prefetch_hot_decompresses),
+		cmocka_unit_test(test_hot_chunk_read_then_pushed_once),
 		cmocka_unit_test(test_hot_codec),
 		cmocka_unit_test(test_hot_codec_refused),
 		cmocka_unit_test(test_span_and_random),
