@@ -51,7 +51,7 @@ API_HEADERS := $(sort $(wildcard include/cairn/*.h))
 # mount` (with the CLI's option helpers), and the mount helper.
 CLI_SRCS  := $(sort $(wildcard tools/cairn/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
-DAEMON_SRCS := $(sort $(wildcard tools/fuse/*.c)) tools/cairn/cli_opts.c
+DAEMON_SRCS := $(sort $(wildcard tools/fuse/*.c)) tools/cairn/cli_opts.c tools/cairn/mount_help.c
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
 HELPER_SRCS := $(sort $(wildcard tools/mount.cairn/*.c))
 HELPER_OBJS := $(HELPER_SRCS:%.c=$(BUILD)/%.o)

@@ -282,6 +282,19 @@ static int chunked_open(struct cairn_image *img, char *why, size_t why_len)
 	return cairn_image_chunk_init(img);
 }
 
+/* A device shorter than a superblock: its first bytes say whether it is a
+ * truncated image or not an image at all (a text file given by mistake). */
+static int short_image(struct cairn_image *img, uint64_t dev_size, char *why, size_t why_len)
+{
+	int rc = dev_size ? cairn_image_dev_read(img, &img->raw, (size_t)dev_size,
+						 CAIRN_SUPER_OFF, NULL) : 0;
+
+	if (rc)
+		return cairn_image_why(why, why_len, rc, "cannot read the superblock");
+	return util_too_short((const uint8_t *)&img->raw, (size_t)dev_size, dev_size,
+			      why, why_len);
+}
+
 int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 		     struct cairn_image **out)
 {
@@ -303,9 +316,7 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 	/* The device size says whether the image is too short; a short read from
 	 * a longer device is an IO failure, not damage (tests/test_hostile_faults). */
 	if (dev_size < sizeof(img->raw)) {
-		rc = dev_size ? BAD("too short for a superblock (%llu bytes)",
-				    (unsigned long long)dev_size)
-			      : util_not_cairn(NULL, 0, why, why_len);
+		rc = short_image(img, dev_size, why, why_len);
 		goto fail;
 	}
 	n = cairn_image_dev_read(img, &img->raw, sizeof(img->raw), CAIRN_SUPER_OFF, NULL);

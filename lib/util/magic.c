@@ -52,3 +52,13 @@ int util_not_cairn(const uint8_t *head, size_t n, char *why, size_t why_len)
 		 " found %s%s%s", found, kind ? ": " : "", kind ? kind : "");
 	return -CAIRN_ENOTIMAGE;
 }
+
+int util_too_short(const uint8_t *head, size_t n, uint64_t size, char *why, size_t why_len)
+{
+	if (!n || memcmp(head, CAIRN_MAGIC_BYTES, n < 8 ? n : 8))
+		return util_not_cairn(head, n, why, why_len);
+	if (why && why_len)
+		snprintf(why, why_len, "too short for a superblock (%llu bytes)",
+			 (unsigned long long)size);
+	return -CAIRN_ECORRUPT;
+}

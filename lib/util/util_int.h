@@ -19,6 +19,11 @@ const char *util_unreadable_kind(const char *path);
  * -CAIRN_ENOTIMAGE. n 0 (head may be NULL): an empty file. */
 int util_not_cairn(const uint8_t *head, size_t n, char *why, size_t why_len);
 
+/* A file of size bytes, too short for a superblock, starting with the n bytes
+ * of head: not an image when they lack the magic (a text file given by
+ * mistake: util_not_cairn()), else a truncated image (-CAIRN_ECORRUPT). */
+int util_too_short(const uint8_t *head, size_t n, uint64_t size, char *why, size_t why_len);
+
 /* "dir/name" with one '/' between them (none added when dir ends with one), or
  * name alone when dir is empty. name_len bytes of name. malloc'd; NULL on ENOMEM. */
 /* Functions that explain a refusal take an optional (why, why_len) buffer: with

@@ -222,9 +222,6 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 
 	if (!dev_size)
 		return util_not_cairn(NULL, 0, why, why_len);
-	if (dev_size < CAIRN_BLOCK_SIZE)
-		return WHY(-CAIRN_ECORRUPT, "too short for a superblock (%llu bytes)",
-			   (unsigned long long)dev_size);
 	buf = malloc(head);
 	if (!buf)
 		return -ENOMEM;
@@ -232,6 +229,11 @@ static int load_head(struct verify_dev *vd, struct cairn_bdev *below,
 	if (rc) {
 		free(buf);
 		return WHY(rc, "cannot read block 0: %s", cairn_strerror(rc));
+	}
+	if (dev_size < CAIRN_BLOCK_SIZE) {
+		rc = util_too_short(buf, head, dev_size, why, why_len);
+		free(buf);
+		return rc;
 	}
 	memcpy(vd->block0, buf, CAIRN_BLOCK_SIZE);
 	if (cairn_bdev_qcow2_magic(vd->block0)) {

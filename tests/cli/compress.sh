@@ -155,6 +155,13 @@ echo "ok: bad -z / --chunk-size / -j refused"
 # fsck --data finds a flipped byte in every stored chunk (a sample of 40); the
 # chunk table is read where the superblock says, so the metadata is stored as is.
 "$CAIRN" mkfs -q -z zstd --plain-meta "$work/src" "$work/zflip.img" || fail "mkfs --plain-meta"
+# info says compressed metadata's range is logical (it may start where the data
+# does: two regions "at" the same byte looked like an overlap); stored as is, not.
+"$CAIRN" mkfs -q "$work/src" "$work/zmeta.img" || fail "mkfs"
+"$CAIRN" info "$work/zmeta.img" | grep -q '^metadata: .* bytes at [0-9]* (logical addresses; blob ' ||
+  fail "info of compressed metadata does not call its range logical: $("$CAIRN" info "$work/zmeta.img" | grep ^metadata)"
+"$CAIRN" info "$work/zflip.img" | grep '^metadata:' | grep -q logical &&
+  fail "info calls metadata stored as is logical"
 python3 - "$work/zflip.img" "$CAIRN" <<'PY' || fail "a flipped chunk byte went unnoticed"
 import struct, subprocess, sys
 path, cairn = sys.argv[1], sys.argv[2]

@@ -61,6 +61,14 @@ expect_msg "cairn info: $work/empty: not a cairn image: the file is empty (0 byt
 expect_msg "cairn ls: $work/empty: not a cairn image: the file is empty (0 bytes)" ls --verify none "$work/empty"
 head -c 1000 "$work/img" > "$work/short"
 expect_msg "cairn info: $work/short: corrupt image: too short for a superblock (1000 bytes)" info "$work/short"
+# A text file shorter than a superblock is not an image, not a damaged one;
+# info (through the verifier) and fsck (without it) say the same.
+printf 'root:x:0:0\n' > "$work/text"
+expect_msg "cairn info: $work/text: $magic 72 6f 6f 74 3a 78 3a 30" info "$work/text"
+expect_msg "cairn info: $work/text: $magic 72 6f 6f 74 3a 78 3a 30" info --verify none "$work/text"
+"$CAIRN" fsck "$work/text" >/dev/null 2>"$work/err"; rc=$?
+[ $rc -eq 4 ] && grep -qF "cairn fsck: $work/text: $magic 72 6f 6f 74" "$work/err" ||
+  fail "fsck of a short text file: exit $rc: $(cat "$work/err")"
 size=$(stat -c %s "$work/img")
 expect_msg "cairn info: $work/img: the image offset 10737418240 is past the end of the file ($size bytes)" \
   info --offset 10G "$work/img"

@@ -202,7 +202,7 @@ $ cairn info junk
 cairn info: junk: not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found 6a 6a 6a 6a 6a 6a 6a 6a
 [exit 1]
 $ cairn info short
-cairn info: short: corrupt image: too short for a superblock (6 bytes)
+cairn info: short: not a cairn image: expected the magic 43 41 49 52 4e 00 00 00 ("CAIRN") at byte 0, found 68 65 6c 6c 6f 0a
 [exit 1]
 $ cairn cat img /nope
 cairn cat: img: /nope: No such file or directory

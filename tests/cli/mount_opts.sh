@@ -94,6 +94,12 @@ expect 1 "mount.cairn: cairn mount $work/img $work/none -o tmp=/tmp,x-a\$" \
 grep -q "read-only" "$work/err" && fail "mount.cairn passed mount(8)'s rw on"
 expect 1 "mount.cairn: cairn mount $work/img $work/none\$" \
   "$BUILD/mount.cairn" -v "$work/img" "$work/none" -o rw
+# A helper that finds no cairn says where it looked (not only "No such file").
+if [ ! -e /usr/local/bin/cairn ]; then
+  mkdir "$work/alone" && cp "$BUILD/mount.cairn" "$work/alone/" || fail "copy mount.cairn"
+  expect 1 "cannot run cairn: No such file or directory (looked beside this helper, in /.* and in PATH)" \
+    env PATH=/nonexistent "$work/alone/mount.cairn" "$work/img" "$work/none"
+fi
 "$BUILD/mount.cairn" --help > "$work/out" 2> "$work/err" || fail "mount.cairn --help exited $?"
 grep -q "usage: mount.cairn" "$work/out" || fail "mount.cairn --help printed no usage on stdout"
 if "$BUILD/mount.cairn" > /dev/null 2>&1; then fail "mount.cairn without arguments exited 0"; fi

@@ -57,7 +57,8 @@ bounded "$CAIRN" fsck --data "$URL" >/dev/null || fail "fsck --data over http"
 bounded "$CAIRN" bench read "$URL" >/dev/null 2>&1 || fail "bench read over http"
 bounded "$CAIRN" cat --connections 8 --stats "$URL" /big.bin 2>"$NET/stats" |
   cmp - "$src/big.bin" || fail "cat with 8 connections"
-grep -q "^http: .* 0 failed reads" "$NET/stats" || fail "no http stats line: $(cat "$NET/stats")"
+grep -q "^http: .* 0 failed reads; served by the image's URL, origin 0, HTTP/1.1$" "$NET/stats" ||
+  fail "no http stats line: $(cat "$NET/stats")"
 # Kept alive: far fewer connections than requests.
 lines0=$(wc -l < "$NET/web/access.log")
 bounded "$CAIRN" cat --connections 2 "$URL" /big.bin /dir/text.txt > /dev/null || fail "cat"
@@ -124,10 +125,10 @@ if command -v openssl >/dev/null 2>&1; then
   grep -qi "certificate" "$NET/err" || fail "certificate refusal not named: $(cat "$NET/err")"
   bounded "$CAIRN" cat --cacert "$NET/tls/cert.pem" --stats "$TURL" /big.bin 2>"$NET/stats" |
     cmp - "$src/big.bin" || fail "cat over TLS with --cacert"
-  grep -q "HTTP version 2" "$NET/stats" || fail "TLS did not use HTTP/2: $(cat "$NET/stats")"
+  grep -q "HTTP/2$" "$NET/stats" || fail "TLS did not use HTTP/2: $(cat "$NET/stats")"
   bounded "$CAIRN" cat --insecure --http1 --stats "$TURL" /dir/text.txt 2>"$NET/stats" |
     cmp - "$src/dir/text.txt" || fail "cat over TLS with --insecure"
-  grep -q "HTTP version 11" "$NET/stats" || fail "--http1 used HTTP/2"
+  grep -q "HTTP/1.1$" "$NET/stats" || fail "--http1 used HTTP/2"
 fi
 
 # Mirrors: a dead primary fails over at open; another image is never mixed in.
@@ -135,6 +136,7 @@ dead=http://127.0.0.1:$(free_port)/img.cairn
 bounded "$CAIRN" cat --stats --mirror "$URL" "$dead" /big.bin 2>"$NET/stats" |
   cmp - "$src/big.bin" || fail "a mirror did not take over from a dead primary"
 grep -q "[1-9][0-9]* failovers" "$NET/stats" || fail "no failover counted: $(cat "$NET/stats")"
+grep -q "served by mirror 1," "$NET/stats" || fail "the mirror serving not named: $(cat "$NET/stats")"
 nginx_start other "$NET/other" || fail "second nginx"
 bounded "$CAIRN" cat --mirror "http://127.0.0.1:$other_PORT/img.cairn" "$URL" /big.bin >/dev/null ||
   fail "a healthy primary with a mismatched mirror"

@@ -5,7 +5,8 @@
 # was killed (the message says how to clear it), a stats= file that cannot be
 # written (the stats used to be lost at unmount), a corrupt image (with the
 # reason `cairn info` gives). Also: a relative stats= file lands where it was
-# named (the daemon runs in /), and ps shows the options as they were given.
+# named (the daemon runs in /), ps shows the options as they were given, and a
+# relative IMAGE is shown absolute in /proc/mounts.
 . "$(dirname "$0")/common.inc"
 SRC=$WORK/src
 mkdir -p "$SRC"
@@ -59,6 +60,9 @@ MOUNTS="$MOUNTS $R"
 (cd "$WORK" && "$CAIRN" mount -o stats=rel.stats,tmp=/tmp img.cairn "$rel") || fail "mount"
 refused "mounted twice" "already mounted.*fusermount3 -u" "$WORK/img.cairn" "$R"
 [ "$(grep -c " $R fuse.cairn " /proc/mounts)" -eq 1 ] || fail "two mounts stacked on $R"
+# The SOURCE findmnt shows names the image from anywhere, not as given in $WORK.
+src=$(awk -v m="$R" '$2 == m { print $1 }' /proc/mounts)
+[ "$src" = "$(realpath "$WORK/img.cairn")" ] || fail "mount source '$src', not the image's absolute path"
 pid=$(daemons_of "$rel")
 [ -n "$pid" ] || fail "no daemon for $R"
 # ps shows the command line as given (the option string used to be cut up).

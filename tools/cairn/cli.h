@@ -51,6 +51,8 @@ void cli_image_opts_init(struct cli_image_opts *o);
 int cli_image_opt_parse(struct cli_image_opts *o, const char *cmd, int argc, char **argv,
 			int *i);
 extern const char cli_image_opts_help[];
+/* `cairn mount --help` (mount_help.c; linked into cairn-fuse too). */
+extern const char cli_mount_help[];
 /* why past a leading "path: ": a remote layer names the URL that failed (one
  * of several with mirrors), which for the image's own URL repeats what the
  * message already starts with. */

@@ -487,22 +487,32 @@ void cli_print_stats(const struct cli_image_opts *o, struct cairn_stack *stack)
 			qs.data_requests, qs.compressed_clusters, qs.backing_reads);
 }
 
+/* struct cairn_http_stats' http_version (11, 2, 3; 0 before any response). */
+static const char *http_version_name(long v)
+{
+	return v == 11 ? "1.1" : v == 2 ? "2" : v == 3 ? "3" : "none yet";
+}
+
 void cli_print_remote_stats(FILE *f, struct cairn_bdev *dev, const char *style)
 {
 	struct cairn_diskcache_stats ds;
 	struct cairn_http_stats hs;
 	int kv = !strcmp(style, "kv");
 
-	if (cairn_bdev_http_stats(dev, &hs) == 0)
-		fprintf(f, kv ? "http_requests %" PRIu64 "\nhttp_bytes %" PRIu64 "\nhttp_retries %"
+	if (cairn_bdev_http_stats(dev, &hs) == 0 && kv)
+		fprintf(f, "http_requests %" PRIu64 "\nhttp_bytes %" PRIu64 "\nhttp_retries %"
 			PRIu64 "\nhttp_failovers %" PRIu64 "\nhttp_timeouts %" PRIu64
 			"\nhttp_changed %" PRIu64 "\nhttp_failed %" PRIu64 "\nhttp_origin %u\n"
-			"http_version %ld\n"
-			: "http: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64 " retries, %"
-			PRIu64 " failovers, %" PRIu64 " timeouts, %" PRIu64 " changed, %" PRIu64
-			" failed reads; origin %u, HTTP version %ld\n",
+			"http_version %ld\n",
 			hs.requests, hs.bytes, hs.retries, hs.failovers, hs.timeouts, hs.changed,
 			hs.failed, hs.origin, hs.http_version);
+	else if (cairn_bdev_http_stats(dev, &hs) == 0) /* for people: HTTP/1.1, not 11 */
+		fprintf(f, "http: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64 " retries, %"
+			PRIu64 " failovers, %" PRIu64 " timeouts, %" PRIu64 " changed, %" PRIu64
+			" failed reads; served by %s %u, HTTP/%s\n",
+			hs.requests, hs.bytes, hs.retries, hs.failovers, hs.timeouts, hs.changed,
+			hs.failed, hs.origin ? "mirror" : "the image's URL, origin", hs.origin,
+			http_version_name(hs.http_version));
 	if (cairn_bdev_diskcache_stats(dev, &ds) == 0)
 		fprintf(f, kv ? "diskcache_hits %" PRIu64 "\ndiskcache_misses %" PRIu64
 			"\ndiskcache_stored %" PRIu64 "\ndiskcache_evicted %" PRIu64

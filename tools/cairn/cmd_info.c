@@ -82,8 +82,11 @@ static void print_text(const struct cairn_image_info *in, const char *root)
 	printf("dirents:       %" PRIu64 "\n", in->dirent_count);
 	printf("xattrs:        %" PRIu64 "\n", in->xattr_count);
 	printf("extents:       %" PRIu64 "\n", in->extent_count);
-	printf("metadata:      %" PRIu64 " bytes at %" PRIu64 " (blob %" PRIu64 " bytes)\n",
-	       in->meta_len, in->meta_off, in->blob_len);
+	/* Compressed metadata is addressed logically, and its range may start where
+	 * the data does: say so, or the two lines seem to claim the same bytes. */
+	printf("metadata:      %" PRIu64 " bytes at %" PRIu64 " (%sblob %" PRIu64 " bytes)\n",
+	       in->meta_len, in->meta_off, in->meta_block_size ? "logical addresses; " : "",
+	       in->blob_len);
 	if (in->meta_block_size)
 		printf("stored meta:   %" PRIu64 " bytes, %" PRIu64 " KiB blocks (zstd)\n",
 		       in->meta_stored_len, in->meta_block_size >> 10);

@@ -19,16 +19,34 @@
 #endif
 #define DAEMON_NAME "cairn-fuse"
 
+/* -h or --help anywhere, as the daemon reads them. */
+static int wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	return 0;
+}
+
 int cmd_mount(int argc, char **argv)
 {
 	char path[PATH_MAX];
 	const char *tool = path;
+	int err;
 
 	if (tool_sibling(DAEMON_NAME, path, sizeof(path)))
 		tool = CAIRN_LIBEXECDIR "/" DAEMON_NAME;
 	argv[0] = (char *)tool; /* argv[0] was "mount"; argv ends with NULL */
 	fflush(NULL);
 	execv(tool, argv);
-	cli_err("mount", "cannot run the FUSE daemon %s: %s", tool, strerror(errno));
+	err = errno;
+	if (wants_help(argc, argv)) {
+		fputs(cli_mount_help, stdout);
+		cli_err("mount", "note: the FUSE daemon %s cannot run (%s): mounting needs it",
+			tool, strerror(err));
+		return CLI_EXIT_OK;
+	}
+	cli_err("mount", "cannot run the FUSE daemon %s: %s (looked for beside this cairn, "
+		"then where `make install` puts it)", tool, strerror(err));
 	return CLI_EXIT_FAIL;
 }

@@ -824,9 +824,14 @@ static struct fuse_session *new_session(struct daemon *cf, const struct mount_op
 	char *argv[4] = { "cairn", "-o", opts, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	const char *fsname = o->image ? o->image : "cairn-ram";
+	char abs[PATH_MAX];
 	struct fuse_session *se;
 
-	/* fsname is shown by mount(8); commas would split the option string. */
+	/* fsname is the SOURCE mount(8) and findmnt show: a relative image path
+	 * there names nothing from anywhere else, so it is made absolute. */
+	if (o->image && o->image[0] != '/' && !strstr(o->image, "://") && realpath(o->image, abs))
+		fsname = abs;
+	/* Commas would split the option string. */
 	if (strchr(fsname, ','))
 		fsname = "cairn";
 	snprintf(opts, sizeof(opts), "fsname=%s,subtype=cairn,default_permissions%s%s", fsname,

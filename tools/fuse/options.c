@@ -13,65 +13,6 @@
 #include "../cairn/cli.h"
 #include "mount.h"
 
-static const char usage[] =
-	"usage: cairn mount [-f] [-s] [-o OPTS] IMAGE MOUNTPOINT\n"
-	"       cairn mount --empty [-f] [-o OPTS] MOUNTPOINT\n"
-	"Mounts a cairn image with FUSE (read-only, or writable in RAM as asked).\n"
-	"  -f              stay in the foreground (default: detach once mounted)\n"
-	"  -s              single-threaded (same as -o single)\n"
-	"  --empty         no image: a RAM filesystem, like tmpfs\n"
-	"options (-o, comma-separated):\n"
-	"  tmp=/a:/b       RAM subtrees at these paths (seeded from the image)\n"
-	"  overlay         whole tree writable; changes go to RAM (copy-up)\n"
-	"  size=SIZE       RAM limit in bytes (K/M/G suffixes; default half of RAM or\n"
-	"                  the cgroup's limit, 0 = none); nr_inodes=N (default that\n"
-	"                  in 4K pages, 0 = none)\n"
-	"  cache_size=SIZE segment cache budget; max_io=SIZE largest device request\n"
-	"                  (512 to 256M)\n"
-	"  read_ahead=SIZE the kernel's read-ahead window for this mount (bdi\n"
-	"                  read_ahead_kb; 0: off; default 4M; with prefetch 16K for\n"
-	"                  an ordered image, 128K with a profile)\n"
-	"  segment=SIZE    cache segment size: a power of two from 512 to 64M (default 128K)\n"
-	"  chunk_cache=SIZE compressed images: decompressed-chunk cache budget (32M)\n"
-	"  delay=TIME      add TIME to every device request (e.g. 1ms)\n"
-	"  delay_rate=SIZE and move at most SIZE bytes a second over all requests\n"
-	"                  together (e.g. 100M): an emulated link, for benchmarks\n"
-	"  offset=BYTES    the image starts at this byte of the file; direct (O_DIRECT)\n"
-	"  l2_cache=SIZE   qcow2 files: L2 table cache budget (default 1M; 0 disables it)\n"
-	"  stats=FILE      write IO counters and RSS to FILE at unmount and on SIGUSR1\n"
-	"  trace=FILE      record first reads as 'PATH OFFSET LENGTH' for mkfs --order\n"
-	"  prefetch        read the image's ordered (hot) prefix at mount\n"
-	"  verify=auto|meta|lazy|none  every byte read is checked against the image's\n"
-	"                  SHA-256 digests; auto and meta also check all metadata\n"
-	"                  before mounting (auto: when it is at most 4 MiB); none checks\n"
-	"                  no digests (unsafe for untrusted storage)\n"
-	"  digest=sha256:HEX  refuse the image unless its root digest is HEX\n"
-	"  prefetch=TRACE  read and push the ranges of a trace (a profile) at mount,\n"
-	"                  on any image; IMAGE.profile is used so by default\n"
-	"  learn=FILE      keep a profile in FILE: trace when it is absent, else\n"
-	"                  prefetch it and add what this run read to it at unmount\n"
-	"  noprofile       do not use IMAGE.profile (URL.profile), nor learn into\n"
-	"                  cache_dir (remote images learn there by default)\n"
-	"  keep_data       keep file data in the cache after replying (default: only\n"
-	"                  metadata and what the kernel has not taken yet)\n"
-	"  writeback       kernel write-back cache: small writes are much cheaper, but\n"
-	"                  ENOSPC shows at fsync()/close(), not at write()\n"
-	"  single          single-threaded; threads=N caps the worker threads (1..256)\n"
-	"  allow_other     let other users in (always on when root mounts)\n"
-	"remote images (IMAGE is http://, https:// or s3://BUCKET/KEY):\n"
-	"  connections=N   parallel kept-alive connections (default 4)\n"
-	"  timeout=TIME    a read fails with EIO after TIME, retries included (default 10s)\n"
-	"  retries=N       attempts after a failed one (default 4); mirror=URL (repeatable)\n"
-	"  proxy=URL       HTTP proxy (default: http_proxy/https_proxy from the environment)\n"
-	"  cacert=FILE     trust these CA certificates; insecure: trust any; http1\n"
-	"  cache_dir=DIR   persistent disk cache; cache_max=SIZE bounds DIR (default 1G);\n"
-	"                  the image's profile is learnt in DIR too (see noprofile);\n"
-	"                  cache_chunk=SIZE: its chunk files (4K..16M, default 128K)\n"
-	"  s3_endpoint=URL, s3_region=R, s3_profile=P  for s3:// (else AWS_* env)\n"
-	"  fault_every=K, fault_nth=N, fault_kind=eio|short, fault_persistent\n"
-	"                  fail device reads, for tests; SIGUSR2 clears the plan\n"
-	"Unmount with `fusermount3 -u MOUNTPOINT`, `umount MOUNTPOINT` or SIGTERM.\n";
-
 static int size_opt(const char *key, const char *val, uint64_t *out)
 {
 	if (!val || cli_parse_size(val, out)) {
@@ -267,7 +208,7 @@ static int parse_one(struct mount_opts *o, char *key)
 		char near[80], kv[80];
 
 		snprintf(kv, sizeof(kv), "%s%s", key, val ? "=" : ""); /* says if a value came */
-		cli_suggest(usage, kv, near, sizeof(near));
+		cli_suggest(cli_mount_help, kv, near, sizeof(near));
 		cli_err("mount", "unknown option '%s%s%s'%s", key, val ? "=" : "", val ? val : "",
 			near);
 		return -1;
@@ -313,7 +254,7 @@ static int parse_args(int argc, char **argv, struct mount_opts *o, const char *p
 		const char *a = argv[i];
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, stdout);
+			fputs(cli_mount_help, stdout);
 			return CLI_EXIT_OK;
 		} else if (!strcmp(a, "-f")) {
 			o->foreground = 1;

@@ -8,6 +8,7 @@
  * next to this helper first (a build directory), then in CAIRN_BINDIR, where
  * `make install` put the cairn this helper was installed with, then in PATH.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
 		execv(tool, args);
 	execv(CAIRN_BINDIR "/cairn", args);
 	execvp("cairn", args);
-	perror("mount.cairn: cannot run cairn");
+	fprintf(stderr, "mount.cairn: cannot run cairn: %s (looked beside this helper, in "
+		CAIRN_BINDIR " and in PATH)\n", strerror(errno));
 	return 1;
 }
