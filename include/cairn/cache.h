@@ -77,6 +77,12 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
  * For a copy of what another read fetched (the rest of a segment pushed into a
  * kernel page cache), which is worth making only while it is cached. */
 ssize_t cairn_cache_read_cached(struct cairn_cache *c, void *buf, size_t len, uint64_t off);
+/* cairn_cache_read() that copies nothing: the segments of [off, off+len) are
+ * fetched (and over a verify device checked) as a read's, one request for
+ * neighbouring misses, and stay cached for the reads that follow. Returns the
+ * bytes covered or -errno; 0 on a pass-through cache, which keeps nothing. */
+ssize_t cairn_cache_fetch(struct cairn_cache *c, size_t len, uint64_t off,
+			  const struct cairn_cache_hint *hint);
 /* cairn_cache_read() without the copy: fetches (and over a verify device
  * checks) the segments of [off, off+len), holds them so neither eviction nor
  * the use-once drop frees their memory, calls fn with iovecs that point into

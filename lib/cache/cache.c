@@ -856,8 +856,10 @@ static void readahead_on_hit(struct cairn_cache *c, uint64_t off, size_t len,
 	start_readahead(c, &plan, 0);
 }
 
-ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
-			 const struct cairn_cache_hint *hint)
+/* A read of [off, off+len), cut to the device, into buf; a NULL buf (a fetch
+ * for the reads that follow) copies nothing. */
+static ssize_t read_range(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
+			  const struct cairn_cache_hint *hint)
 {
 	uint64_t end, idx, last;
 	int ra_touch = 0;
@@ -866,8 +868,8 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 		return 0;
 	if (len > c->dev_size - off)
 		len = (size_t)(c->dev_size - off);
-	if (c->passthrough)
-		return passthrough_read(c, buf, len, off);
+	if (c->passthrough) /* keeps nothing: a fetch would be a wasted request */
+		return buf ? passthrough_read(c, buf, len, off) : 0;
 	end = off + len;
 	last = (end - 1) >> c->seg_shift;
 	idx = read_hits(c, buf, off, end, &ra_touch);
@@ -876,6 +878,18 @@ ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t 
 	if (ra_touch)
 		readahead_on_hit(c, off, len, hint);
 	return (ssize_t)len;
+}
+
+ssize_t cairn_cache_read(struct cairn_cache *c, void *buf, size_t len, uint64_t off,
+			 const struct cairn_cache_hint *hint)
+{
+	return read_range(c, buf, len, off, hint);
+}
+
+ssize_t cairn_cache_fetch(struct cairn_cache *c, size_t len, uint64_t off,
+			  const struct cairn_cache_hint *hint)
+{
+	return read_range(c, NULL, len, off, hint);
 }
 
 /* The fast path of a pinned read: holds the ready segments from idx to last

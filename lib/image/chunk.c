@@ -695,8 +695,9 @@ static int read_one(struct cairn_image *img, uint64_t idx, const struct cairn_rc
  * thread decompresses the first. Chunks already decompressed are left out;
  * chunks far apart on the device (a file cut by --order's hot ranges) are
  * fetched as before, one by one. The request spans at most 1 MiB (the
- * cache's default max_io), so its buffer stays small whatever the chunk size
- * or the length of a library caller's read. */
+ * cache's default max_io), whatever the chunk size or the length of a library
+ * caller's read, and lands in the segment cache alone (cairn_cache_fetch: no
+ * buffer, no copy). */
 #define SPREAD_MAX 16u /* chunks of one read: 1 MiB of 64 KiB chunks */
 #define SPREAD_SPAN_MAX (1u << 20) /* device bytes read for them: one max_io request */
 
@@ -743,19 +744,14 @@ static void read_spread(struct cairn_image *img, const struct cairn_rinode *r, u
 			uint64_t end, const struct cairn_cache_hint *fh)
 {
 	struct spread s;
-	void *tmp;
 
 	if (end - off <= img->chunk_size || spread_list(img, r, off, end, &s) || s.n < 2)
 		return;
 	/* Back to back, or nearly: one request pays for itself. */
 	if (s.hi - s.lo > 2 * s.stored)
 		return;
-	tmp = malloc(s.hi - s.lo);
-	if (!tmp)
-		return; /* advice: the walk reads them one by one */
 	/* A failure is the walk's to see and report. */
-	(void)cairn_image_dev_read(img, tmp, s.hi - s.lo, s.lo, fh);
-	free(tmp);
+	(void)cairn_cache_fetch(img->cache, (size_t)(s.hi - s.lo), s.lo, fh);
 	for (unsigned i = 1; i < s.n; i++)
 		ahead_queue(img, s.idx[i], &s.c[i], fh);
 }

@@ -125,6 +125,31 @@ static void test_second_read_hits(void **state)
 	rig_close(&r);
 }
 
+/* A fetch is one request for its neighbouring misses and leaves the bytes
+ * cached: the reads after it make none; on a pass-through cache it sends none. */
+static void test_fetch(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct cairn_cache_config off = { .budget_bytes = CAIRN_CACHE_OFF };
+	struct rig r;
+	uint64_t n;
+
+	rig_open(&r, 1u << 20, &cfg, 0);
+	n = dev_requests(&r);
+	assert_int_equal(cairn_cache_fetch(r.cache, 300000, 70000, NULL), 300000);
+	assert_int_equal(dev_requests(&r) - n, 1);
+	cairn_cache_drain(r.cache);
+	n = dev_requests(&r);
+	check_read(&r, 70000, 300000, NULL);
+	assert_int_equal(dev_requests(&r), n);
+	assert_int_equal(cairn_cache_fetch(r.cache, 4096, 1u << 20, NULL), 0); /* past the end */
+	rig_close(&r);
+	rig_open(&r, 1u << 20, &off, 0);
+	assert_int_equal(cairn_cache_fetch(r.cache, 4096, 0, NULL), 0);
+	assert_int_equal(dev_requests(&r), 0);
+	rig_close(&r);
+}
+
 /* 8 missing segments next to each other are one device request. */
 static void test_merge_neighbours(void **state)
 {
@@ -1039,6 +1064,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_reads),
 		cmocka_unit_test(test_second_read_hits),
+		cmocka_unit_test(test_fetch),
 		cmocka_unit_test(test_merge_neighbours),
 		cmocka_unit_test(test_small_file_whole),
 		cmocka_unit_test(test_sequential_readahead),
