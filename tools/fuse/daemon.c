@@ -704,6 +704,7 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 {
 	struct cairn_ns_config nc;
 	char bad_tmp[PATH_MAX] = "";
+	uint64_t dflt; /* the RAM layer's default bound, tmpfs's: computed once */
 	int rc;
 
 	if (!o->empty) {
@@ -785,8 +786,9 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 	 * layer (with data, or with inodes, ~0.5 KiB of the daemon's each and not
 	 * counted in size=) would get the daemon OOM-killed, with its files, before
 	 * it said ENOSPC. tmpfs allows one inode per page of its default size. */
-	nc.ram.size_limit = o->size_given ? o->size_limit : memlimit_default_size();
-	nc.ram.inode_limit = o->inodes_given ? o->inode_limit : memlimit_default_size() / 4096;
+	dflt = o->size_given && o->inodes_given ? 0 : memlimit_default_size();
+	nc.ram.size_limit = o->size_given ? o->size_limit : dflt;
+	nc.ram.inode_limit = o->inodes_given ? o->inode_limit : dflt / 4096;
 	if (o->empty)
 		nc.ram.root_mode = 01777;
 	nc.err_path = bad_tmp;
