@@ -118,6 +118,10 @@ struct cairn_range {
  * there is nothing to do (or no memory: prefetching is advice). */
 uint64_t cairn_cache_prefetch_ranges(struct cairn_cache *c, const struct cairn_range *r,
 				     size_t n);
+/* 1 when the device below holds every segment the n ranges cover on local
+ * storage (cairn_bdev_held: a warm disk cache), so fetching them costs no round
+ * trip; 0 when some are not held, n is 0, or the device cannot tell. */
+int cairn_cache_held(struct cairn_cache *c, const struct cairn_range *r, size_t n);
 /* The bytes [off, off+len) have been handed to a reader that keeps its own copy
  * (a kernel page cache). A segment all of whose bytes have been handed on so is
  * dropped at once (use-once) and its memory reused; readers holding it keep it

@@ -142,6 +142,23 @@ static int mark_held(struct cairn_cache *c, struct want *w, size_t n)
 	return 1;
 }
 
+int cairn_cache_held(struct cairn_cache *c, const struct cairn_range *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo, hi;
+
+		if (r[i].off >= c->dev_size || !r[i].len)
+			continue;
+		/* Whole segments: a fetch reads the segments around a range. */
+		lo = r[i].off & ~(uint64_t)(c->seg_size - 1);
+		hi = r[i].len > c->dev_size - r[i].off ? c->dev_size : r[i].off + r[i].len;
+		hi = (hi + c->seg_size - 1) & ~(uint64_t)(c->seg_size - 1);
+		if (cairn_bdev_held(c->dev, lo, hi - lo) != 1)
+			return 0;
+	}
+	return n > 0;
+}
+
 /* Whether the gap segments [lo, hi] (none when lo > hi) may join a run of the
  * given kind: all held for a held run, none held for the others. */
 static int gap_fits(struct cairn_cache *c, uint64_t lo, uint64_t hi, int held)

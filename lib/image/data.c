@@ -500,15 +500,27 @@ uint64_t cairn_image_hot_bytes(const struct cairn_image *img)
 	return has_hot_prefix(img) ? img->hot_len : 0;
 }
 
-void cairn_image_prefetch_hot(struct cairn_image *img)
+/* Hot data the device below already holds on local storage (a warm disk
+ * cache) is not prefetched, kept or pushed: read on demand, as from a local
+ * image, it costs no round trip, where reading all of it ahead into the cache
+ * and holding it for the push cost the mount CPU and memory the program never
+ * got back (Java Hello, warm disk cache: 54 against 25 MiB daemon RSS and ~25
+ * ms more daemon CPU, docs/bench/remote13.md). */
+int cairn_image_prefetch_hot(struct cairn_image *img)
 {
-	img->keep_hot = 1;
-	if (img->profile)
-		cairn_profile_prefetch(img, img->profile);
-	else if (has_hot_prefix(img)) {
-		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
-		cairn_image_chunk_prefetch_hot(img); /* compressed: decompress it too */
+	struct cairn_range hot = { img->hot_off, img->hot_len };
+
+	if (img->profile) {
+		img->hot_local = !cairn_profile_prefetch(img, img->profile);
+	} else if (has_hot_prefix(img)) {
+		img->hot_local = cairn_cache_held(img->cache, &hot, 1);
+		if (!img->hot_local) {
+			cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
+			cairn_image_chunk_prefetch_hot(img); /* compressed: decompress it too */
+		}
 	}
+	img->keep_hot = !img->hot_local;
+	return img->keep_hot;
 }
 
 /* A file's hot pieces, sorted into device order before they are handed on. */
@@ -601,6 +613,8 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
 	struct cairn_rinode r;
 	int rc;
 
+	if (img->hot_local)
+		return 0;
 	if (img->profile)
 		return cairn_profile_ranges(img->profile, ino, fn, ctx);
 	if (!has_hot_prefix(img))

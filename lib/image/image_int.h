@@ -69,6 +69,7 @@ struct cairn_image {
 	struct { uint64_t ino, end; } stream[CAIRN_IMAGE_STREAMS];
 	unsigned nstream;
 	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
+	int hot_local;                   /* prefetch_hot found it all held below: none hot */
 };
 
 /* An inode in host byte order, checked by inode_load() for every bound that can
@@ -225,7 +226,7 @@ int cairn_image_map(struct cairn_image *img, cairn_ino_t ino, const struct cairn
 /* profile.c: the ranges of a learned profile, in place of the hot prefix. */
 void cairn_profile_free(struct cairn_profile *p);
 uint64_t cairn_profile_bytes(const struct cairn_profile *p);
-void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p);
+int cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p);
 int cairn_profile_ranges(struct cairn_profile *p, cairn_ino_t ino, cairn_range_cb fn,
 			 void *ctx);
 int cairn_profile_has(const struct cairn_profile *p, cairn_ino_t ino); /* hot ranges? */

@@ -632,12 +632,14 @@ static int profile_holes(struct cairn_image *img, struct cairn_profile *p, struc
 	return rc == -ENOMEM ? rc : 0;
 }
 
-void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p)
+/* Queues the profile's device ranges for prefetch; 0 when they are all held
+ * below (cairn_cache_held: nothing queued), else 1. */
+int cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p)
 {
 	struct dev_list l = { NULL, 0, 0 };
 	struct hole_list h = { NULL, 0, 0 };
 	size_t k = 0;
-	int rc = profile_holes(img, p, &h);
+	int rc = profile_holes(img, p, &h), queued = 1;
 
 	/* Prefetching is advice: a piece that cannot be mapped is read on demand. */
 	for (size_t i = 0; i < p->nseq && rc != -ENOMEM; i++) {
@@ -648,10 +650,13 @@ void cairn_profile_prefetch(struct cairn_image *img, struct cairn_profile *p)
 		for (; k < h.n && h.v[k].pos <= x->pos && rc != -ENOMEM; k++)
 			rc = add_dev(&l, 0, h.v[k].disk_off, h.v[k].len);
 	}
-	if (l.n)
+	if (l.n && cairn_cache_held(img->cache, l.v, l.n))
+		queued = 0;
+	else if (l.n)
 		cairn_cache_prefetch_ranges(img->cache, l.v, l.n);
 	free(h.v);
 	free(l.v);
+	return queued;
 }
 
 /* ---- ranges per file ---- */
