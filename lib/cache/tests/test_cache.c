@@ -911,6 +911,41 @@ static const struct cairn_bdev_ops holder_ops = {
 	.held = holder_held,
 };
 
+/* cairn_cache_held: every segment the ranges cover held below, whole segments
+ * counted (a range inside a held segment that runs on into one not held is not
+ * held); a device that cannot tell holds nothing. */
+static void test_cache_held(void **state)
+{
+	struct cairn_cache_config cfg = { .segment_size = 65536 };
+	struct holder_bdev *h = calloc(1, sizeof(*h));
+	size_t size = 1u << 20;
+	unsigned char *src = make_source(size, 12);
+	struct cairn_range held[] = { { 4096, 4096 }, { 3 * 65536 + 100, 65536 - 100 } };
+	struct cairn_range across[] = { { 4096, 4096 }, { 3 * 65536 + 100, 65536 } };
+	struct cairn_range past_end[] = { { size - 10, 4096 }, { 2 * size, 1 } };
+	struct cairn_bdev *mem, *plain;
+	struct cairn_cache *c, *pc;
+
+	assert_non_null(h);
+	assert_non_null(src);
+	pthread_mutex_init(&h->lock, NULL);
+	h->held_mask = 1ull << 0 | 1ull << 3 | 1ull << 15;
+	assert_int_equal(cairn_bdev_mem_new(src, size, 0, &mem), 0);
+	assert_int_equal(cairn_bdev_init(&h->base, &holder_ops, mem, size), 0);
+	assert_int_equal(cairn_cache_new(&h->base, &cfg, &c), 0);
+	assert_int_equal(cairn_cache_held(c, held, 2), 1);
+	assert_int_equal(cairn_cache_held(c, across, 2), 0); /* runs into segment 4 */
+	assert_int_equal(cairn_cache_held(c, past_end, 2), 1); /* clipped: segment 15 */
+	assert_int_equal(cairn_cache_held(c, held, 0), 0);
+	assert_int_equal(h->requests, 0); /* asked, never read */
+	cairn_cache_free(c);
+	assert_int_equal(cairn_bdev_mem_new(src, size, 0, &plain), 0);
+	assert_int_equal(cairn_cache_new(plain, &cfg, &pc), 0);
+	assert_int_equal(cairn_cache_held(pc, held, 2), 0);
+	cairn_cache_free(pc);
+	free(src);
+}
+
 /* Over a device that tells what it holds, a prefetch run is all held segments
  * or all others, gaps included: mixed, the held ones would wait for the slow
  * ones, and a disk cache would send the server a request per stretch it lacks. */
@@ -1083,6 +1118,7 @@ int main(void)
 		cmocka_unit_test(test_prefetch_ranges),
 		cmocka_unit_test(test_prefetch_ranges_many_small),
 		cmocka_unit_test(test_prefetch_ranges_held),
+		cmocka_unit_test(test_cache_held),
 		cmocka_unit_test(test_prefetch_ranges_vectors),
 		cmocka_unit_test(test_split_read_in_parallel),
 		cmocka_unit_test(test_bad_config),

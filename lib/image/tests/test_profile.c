@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cairn/cairn.h>
 #include <cairn/mkfs.h>
+#include <cairn/remote.h>
 #include "util/tests/open_image.h"
 
 #define NSMALL 20
@@ -248,6 +249,79 @@ static void test_fewer_requests(void **state)
 		      (unsigned long long)plain, (unsigned long long)with);
 	assert_int_equal(plain, NSMALL / 2);
 	assert_true(with <= 2); /* 400 KB: one max_io request (two if it straddles one) */
+}
+
+/* The image over a disk cache in dir (file -> disk cache -> cache -> image). */
+static struct cairn_image *open_over_diskcache(const char *path, const char *dir)
+{
+	struct cairn_diskcache_config dc = { .dir = dir, .key = "k", .chunk_bytes = 65536 };
+	struct cairn_cache_config cc = { .segment_size = 65536 };
+	struct cairn_bdev *file, *disk;
+	struct cairn_cache *cache;
+	struct cairn_image *img;
+
+	assert_int_equal(cairn_bdev_file_open(path, 0, &file), 0);
+	assert_int_equal(cairn_bdev_diskcache_new(file, &dc, &disk), 0);
+	assert_int_equal(cairn_cache_new(disk, &cc, &cache), 0);
+	assert_int_equal(cairn_image_open(cache, NULL, 0, &img), 0);
+	return img;
+}
+
+static uint64_t diskcache_misses(struct cairn_image *img)
+{
+	struct cairn_diskcache_stats st;
+
+	assert_int_equal(cairn_bdev_diskcache_stats(cairn_cache_bdev(cairn_image_cache(img)),
+						    &st), 0);
+	return st.misses;
+}
+
+/* A profile whose data the disk cache already holds is not prefetched, kept or
+ * pushed (no hot ranges): read on demand it costs no round trip, and reading it
+ * all ahead doubled a warm Java Hello mount's RSS. Once part of it is missing,
+ * the profile is prefetched and pushed again. */
+static void test_held_profile_is_local(void **state)
+{
+	struct fixture *fx = *state;
+	const char *text = "/big 1000000 200000\n/d/f03 0 20000\n";
+	char dir[128];
+	struct ranges r = { .n = 0 };
+	struct cairn_cache_stats st;
+	struct cairn_image *img;
+	uint64_t ahead;
+
+	snprintf(dir, sizeof(dir), "%s/dc", fx->dir);
+	/* Cold: prefetched (filling the disk cache), hot ranges to push. */
+	img = open_over_diskcache(fx->img, dir);
+	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
+	assert_int_equal(cairn_image_prefetch_hot(img), 1);
+	cairn_cache_drain(cairn_image_cache(img));
+	assert_true(diskcache_misses(img) > 0);
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 1);
+	cairn_image_close(img);
+	/* Warm: all held, so nothing is read ahead, and nothing is hot. */
+	img = open_over_diskcache(fx->img, dir);
+	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
+	cairn_cache_drain(cairn_image_cache(img)); /* the metadata the load read ahead */
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	ahead = st.readahead_bytes;
+	assert_int_equal(cairn_image_prefetch_hot(img), 0);
+	cairn_cache_drain(cairn_image_cache(img));
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	assert_int_equal(st.readahead_bytes, ahead);
+	r.n = 0;
+	assert_int_equal(cairn_image_hot_ranges(img, ino_of(img, "/big"), collect, &r), 0);
+	assert_int_equal(r.n, 0);
+	assert_int_equal(diskcache_misses(img), 0);
+	cairn_image_close(img);
+	/* A range not cached yet: prefetched again. */
+	img = open_over_diskcache(fx->img, dir);
+	assert_int_equal(cairn_image_profile_load(img, "/big 3000000 4096\n", 18, NULL), 0);
+	assert_int_equal(cairn_image_prefetch_hot(img), 1);
+	cairn_cache_drain(cairn_image_cache(img));
+	assert_true(diskcache_misses(img) > 0);
+	cairn_image_close(img);
 }
 
 static uint64_t dropped(struct cairn_image *img)
@@ -701,6 +775,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_mount_lean, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fills_holes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_profile_is_local, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
