@@ -163,10 +163,10 @@ int cairn_image_file_extent(struct cairn_image *img, cairn_ino_t ino, uint64_t *
 /* Start reading the hot ranges in the background: the loaded profile's (below),
  * else the hot prefix (mkfs --order). From then on cairn_image_delivered() keeps
  * hot data cached (a push may still read it). Call it before other threads use
- * img. Returns 0 when the device below the cache holds all the hot data locally
- * (cairn_cache_held: a warm disk cache): then nothing is prefetched or kept, and
- * cairn_image_hot_ranges() gives none, so that data is read on demand as from a
- * local image; else 1. */
+ * img. Returns 0 when the device below the cache holds all of a loaded profile's
+ * data locally (cairn_cache_held: a warm disk cache): then none of it is
+ * prefetched or kept, and a push of cairn_image_hot_ranges() reads it from
+ * there; else 1. */
 int cairn_image_prefetch_hot(struct cairn_image *img);
 /* Bytes of file data the hot ranges hold (0: nothing to prefetch or push). */
 uint64_t cairn_image_hot_bytes(const struct cairn_image *img);

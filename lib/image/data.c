@@ -500,26 +500,24 @@ uint64_t cairn_image_hot_bytes(const struct cairn_image *img)
 	return has_hot_prefix(img) ? img->hot_len : 0;
 }
 
-/* Hot data the device below already holds on local storage (a warm disk
- * cache) is not prefetched, kept or pushed: read on demand, as from a local
- * image, it costs no round trip, where reading all of it ahead into the cache
- * and holding it for the push cost the mount CPU and memory the program never
- * got back (Java Hello, warm disk cache: 54 against 25 MiB daemon RSS and ~25
- * ms more daemon CPU, docs/bench/remote13.md). */
+/* A profile's data that the device below already holds on local storage (a
+ * warm disk cache) is not prefetched or kept: the push reads it from there
+ * when it gets to it, as a program would. Its ranges are scattered over the
+ * image, and reading them all ahead into the cache at mount, on the cores the
+ * mount and the program need, and holding them until pushed, cost Java Hello
+ * 54 MiB of daemon RSS against 20 and made the warm run 1.2x the local file
+ * (docs/bench/remote13.md). A hot prefix is one stretch, read in a few large
+ * requests: prefetched as ever (read on demand, its readahead ran past the
+ * prefix into chunks the disk cache lacked). */
 int cairn_image_prefetch_hot(struct cairn_image *img)
 {
-	struct cairn_range hot = { img->hot_off, img->hot_len };
-
+	img->keep_hot = 1;
 	if (img->profile) {
-		img->hot_local = !cairn_profile_prefetch(img, img->profile);
+		img->keep_hot = cairn_profile_prefetch(img, img->profile);
 	} else if (has_hot_prefix(img)) {
-		img->hot_local = cairn_cache_held(img->cache, &hot, 1);
-		if (!img->hot_local) {
-			cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
-			cairn_image_chunk_prefetch_hot(img); /* compressed: decompress it too */
-		}
+		cairn_cache_prefetch(img->cache, img->hot_off, img->hot_len);
+		cairn_image_chunk_prefetch_hot(img); /* compressed: decompress it too */
 	}
-	img->keep_hot = !img->hot_local;
 	return img->keep_hot;
 }
 
@@ -613,8 +611,6 @@ int cairn_image_hot_ranges(struct cairn_image *img, cairn_ino_t ino, cairn_range
 	struct cairn_rinode r;
 	int rc;
 
-	if (img->hot_local)
-		return 0;
 	if (img->profile)
 		return cairn_profile_ranges(img->profile, ino, fn, ctx);
 	if (!has_hot_prefix(img))

@@ -69,7 +69,6 @@ struct cairn_image {
 	struct { uint64_t ino, end; } stream[CAIRN_IMAGE_STREAMS];
 	unsigned nstream;
 	int keep_hot;                    /* prefetch_hot ran: hot data outlives delivery */
-	int hot_local;                   /* prefetch_hot found it all held below: none hot */
 };
 
 /* An inode in host byte order, checked by inode_load() for every bound that can

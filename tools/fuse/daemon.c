@@ -152,13 +152,12 @@ static void write_stats(struct daemon *cf)
 		fprintf(f, "fuse_image_reads %" PRIu64 "\nfuse_image_read_bytes %" PRIu64 "\n",
 			__atomic_load_n(&cf->image_reads, __ATOMIC_RELAXED),
 			__atomic_load_n(&cf->image_read_bytes, __ATOMIC_RELAXED));
-	if ((cf->prefetching || cf->hot_local) && cf->profile.records)
+	if (cf->prefetching && cf->profile.records)
 		fprintf(f, "profile_records %" PRIu64 "\nprofile_missing %" PRIu64
 			"\nprofile_past_eof %" PRIu64 "\nprofile_ranges %" PRIu64
-			"\nprofile_bytes %" PRIu64 "\n", cf->profile.records, cf->profile.missing,
-			cf->profile.past_eof, cf->profile.ranges, cf->profile.bytes);
-	if (cf->prefetching || cf->hot_local)
-		fprintf(f, "hot_local %d\n", cf->hot_local);
+			"\nprofile_bytes %" PRIu64 "\nprofile_held %d\n", cf->profile.records,
+			cf->profile.missing, cf->profile.past_eof, cf->profile.ranges,
+			cf->profile.bytes, cf->profile_held);
 	if (cf->shipped_requests)
 		fprintf(f, "profile_shipped_requests %" PRIu64 "\nprofile_shipped %d\n",
 			cf->shipped_requests, cf->shipped_used);
@@ -766,13 +765,11 @@ static int open_layers(struct daemon *cf, const struct mount_opts *o)
 			return -1;
 		if (learn_in_cache(cf, o) || load_profile(cf, o))
 			return -1;
-		/* Hot data all in the disk cache: read on demand, as from a local
-		 * image (the kernel's read-ahead, the lean budget, nothing pushed). */
-		if (cf->prefetching && !cairn_image_prefetch_hot(cf->img)) {
-			cf->hot_local = 1;
-			cf->prefetching = cf->profiled = 0;
-		}
-		if (lean && !cf->prefetching && (remote_default(o) || cf->hot_local))
+		/* A profile all in the disk cache is not held in memory for the
+		 * push, which reads it from disk: the lean budget does. */
+		if (cf->prefetching && !cairn_image_prefetch_hot(cf->img))
+			cf->profile_held = 1;
+		if (lean && (cf->profile_held || (remote_default(o) && !cf->prefetching)))
 			cairn_cache_lower_budget(cairn_image_cache(cf->img), DAEMON_BUDGET);
 	}
 	memset(&nc, 0, sizeof(nc));

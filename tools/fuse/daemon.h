@@ -35,8 +35,8 @@ struct daemon {
 	struct push *push;        /* NULL without an image, or when tracing (trace=) */
 	int prefetching;                /* -o prefetch, or a profile was loaded */
 	int profiled;                   /* a profile was loaded: its ranges are prefetched */
-	int hot_local;                  /* ... unless the disk cache holds them all: then
-	                                 * not, and prefetching is 0 (cairn_image_prefetch_hot) */
+	int profile_held;               /* ... unless the disk cache holds them all: then
+	                                 * the push reads them there (cairn_image_prefetch_hot) */
 	int compressed;                 /* the image has compressed chunks */
 	struct cairn_profile_stats profile; /* what the loaded profile matched */
 	char *learn_path;               /* learn=: the profile, absolute (malloc'd) */
