@@ -139,6 +139,8 @@ void cairn_cache_lower_budget(struct cairn_cache *c, size_t bytes);
 void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out);
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c); /* the device below; not owned */
 size_t cairn_cache_segment_size(const struct cairn_cache *c);
+/* The byte budget (cairn_cache_config.budget_bytes, as lowered since). */
+size_t cairn_cache_budget(const struct cairn_cache *c);
 
 /* Segment sizes cairn_cache_new() takes: a power of two in this range. */
 #define CAIRN_CACHE_SEGMENT_MIN 512u

@@ -1125,3 +1125,4 @@ void cairn_cache_get_stats(struct cairn_cache *c, struct cairn_cache_stats *out)
 
 struct cairn_bdev *cairn_cache_bdev(struct cairn_cache *c) { return c->dev; }
 size_t cairn_cache_segment_size(const struct cairn_cache *c) { return c->seg_size; }
+size_t cairn_cache_budget(const struct cairn_cache *c) { return c->budget; }

@@ -255,7 +255,8 @@ static void test_fewer_requests(void **state)
 static struct cairn_image *open_over_diskcache(const char *path, const char *dir)
 {
 	struct cairn_diskcache_config dc = { .dir = dir, .key = "k", .chunk_bytes = 65536 };
-	struct cairn_cache_config cc = { .segment_size = 65536 };
+	/* A budget a quarter of which the profile's 216 KiB pass (prefetch_hot). */
+	struct cairn_cache_config cc = { .segment_size = 65536, .budget_bytes = 512u << 10 };
 	struct cairn_bdev *file, *disk;
 	struct cairn_cache *cache;
 	struct cairn_image *img;
@@ -276,10 +277,11 @@ static uint64_t diskcache_misses(struct cairn_image *img)
 	return st.misses;
 }
 
-/* A profile whose data the disk cache already holds is not prefetched or kept
- * (its hot ranges stay, for a push that reads them there): it costs no round
- * trip, and reading it all ahead doubled a warm Java Hello mount's RSS. Once
- * part of it is missing, the profile is prefetched again. */
+/* A profile whose data the disk cache already holds, more than a quarter of the
+ * cache's budget, is not prefetched or kept (its hot ranges stay, for a push
+ * that reads them there): it costs no round trip, and reading it all ahead
+ * doubled a warm Java Hello mount's RSS. A small one, or one with a part
+ * missing, is prefetched. */
 static void test_held_profile_is_local(void **state)
 {
 	struct fixture *fx = *state;
@@ -315,9 +317,15 @@ static void test_held_profile_is_local(void **state)
 	assert_int_equal(r.n, 1);
 	assert_int_equal(diskcache_misses(img), 0);
 	cairn_image_close(img);
+	/* Small (a quarter of the budget at most), held: prefetched. */
+	img = open_over_diskcache(fx->img, dir);
+	assert_int_equal(cairn_image_profile_load(img, "/d/f03 0 20000\n", 15, NULL), 0);
+	assert_int_equal(cairn_image_prefetch_hot(img), 1);
+	cairn_cache_drain(cairn_image_cache(img));
+	cairn_image_close(img);
 	/* A range not cached yet: prefetched again. */
 	img = open_over_diskcache(fx->img, dir);
-	assert_int_equal(cairn_image_profile_load(img, "/big 3000000 4096\n", 18, NULL), 0);
+	assert_int_equal(cairn_image_profile_load(img, "/big 3000000 200000\n", 20, NULL), 0);
 	assert_int_equal(cairn_image_prefetch_hot(img), 1);
 	cairn_cache_drain(cairn_image_cache(img));
 	assert_true(diskcache_misses(img) > 0);
