@@ -321,7 +321,8 @@ workload. Side by side, round-robin:
 
 - *empty disk cache*: a fresh `cache_dir`; *warm disk cache*: the cache the run before left,
   with the profile that run learnt there (a mount with `cache_dir` learns one by default:
-  the warm run prefetches and pushes it);
+  the warm run pushes it, reading it from the disk cache, and prefetches it
+  only when it takes at most a quarter of the cache budget: Python's, not Java's);
 - *ordered + prefetch*: the image rebuilt with `mkfs --order` from one traced cold run,
   mounted with `-o prefetch,noprofile` (the hot prefix alone);
 - *plain image + shipped profile*: the plain image with that traced run published beside
