@@ -349,6 +349,84 @@ static void push_retry_wait(unsigned tries)
 	nanosleep(&t, NULL);
 }
 
+/* Stores len bytes at file offset off of r's node into the kernel's page cache;
+ * 0, or notify_store's error once it is no use trying again. */
+static int store(struct push *p, struct push_range *r, uint64_t off, void *mem, size_t len)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+
+	bv.buf[0].mem = mem;
+	for (;;) {
+		int rc = fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0);
+
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOENT || ++r->tries >= PUSH_TRIES)
+			return rc;
+		push_retry_wait(r->tries - 1);
+	}
+}
+
+/* A push piece lent by the caches (cairn_ns_read_iov): stored one iovec per
+ * notify_store, no copy (libfuse copies a store of several buffers into one).
+ * The kernel marks a page up to date only when one store fills it, so pieces
+ * that do not meet at page boundaries are copied together first. */
+struct lent_piece {
+	struct push *p;
+	struct push_range *r;
+	uint64_t off;
+	size_t got;
+};
+
+static int store_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent_piece *lp = ctx;
+	uint64_t pos = lp->off;
+	int aligned = 1, rc = 0;
+
+	if (!total) /* at or past EOF: nothing to store */
+		return 0;
+	for (int i = 0; i + 1 < iovcnt && aligned; i++) {
+		pos += iov[i].iov_len;
+		aligned = pos % PAGE == 0;
+	}
+	if (!aligned) {
+		if (total > PUSH_CHUNK)
+			return -EINVAL;
+		size_t at = 0;
+
+		for (int i = 0; i < iovcnt; at += iov[i].iov_len, i++)
+			memcpy(lp->p->buf + at, iov[i].iov_base, iov[i].iov_len);
+		rc = store(lp->p, lp->r, lp->off, lp->p->buf, total);
+	} else {
+		pos = lp->off;
+		for (int i = 0; i < iovcnt && !rc; pos += iov[i].iov_len, i++)
+			rc = store(lp->p, lp->r, pos, iov[i].iov_base, iov[i].iov_len);
+	}
+	if (!rc)
+		lp->got = total;
+	return rc;
+}
+
+/* Reads and stores want bytes at off: lent from the caches where they can
+ * lend; a push for a random reader's chunk rest (r->deliver) reads only what
+ * is cached, which lending does not offer, so it is copied. Returns the bytes
+ * stored, 0 if none. */
+static size_t push_read_store(struct push *p, struct push_range *r, uint64_t off, size_t want)
+{
+	struct lent_piece lp = { p, r, off, 0 };
+	ssize_t got;
+
+	if (!r->deliver)
+		return cairn_ns_read_iov(p->cf->ns, r->node, want, off, store_lent, &lp, NULL) ?
+		       0 : lp.got;
+	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
+				  CAIRN_READ_ALONE | CAIRN_READ_CACHED);
+	if (got <= 0 || store(p, r, off, p->buf, (size_t)got))
+		return 0;
+	return (size_t)got;
+}
+
 /* Stores r's next pages, at most PUSH_CHUNK of them, and advances r past them
  * (r->len 0 once it is done). What is left goes back in the queue, so a range
  * queued meanwhile that the program needs sooner goes first. Returns the bytes
@@ -359,27 +437,14 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	uint64_t off = r->file_off & ~(uint64_t)(PAGE - 1);
 	uint64_t end = r->file_off + r->len;
 	size_t want = end - off < PUSH_CHUNK ? (size_t)(end - off) : PUSH_CHUNK;
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	ssize_t got;
+	size_t got;
 
 	if (!r->len) /* the program read all of it first (push_served) */
 		return 0;
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
-	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
-				  r->deliver ? CAIRN_READ_ALONE | CAIRN_READ_CACHED : 0);
-	if (got <= 0)
+	got = push_read_store(p, r, off, want);
+	if (!got)
 		return 0;
-	bv.buf[0].mem = p->buf;
-	bv.buf[0].size = (size_t)got;
-	for (;;) {
-		int rc = fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0);
-
-		if (rc == 0)
-			break;
-		if (rc != -ENOENT || ++r->tries >= PUSH_TRIES)
-			return 0;
-		push_retry_wait(r->tries - 1);
-	}
 	/* Stored: the kernel has these pages now, hot ones too, so the caches
 	 * need not hold them for the push any more (a daemon held the 25 MiB hot
 	 * prefix of a Java start long after the push had stored all of it). */
