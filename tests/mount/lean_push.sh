@@ -74,6 +74,20 @@ echo "pushed $pushed bytes, $lent of them lent"
 [ "$pushed" -ge "$hot" ] || fail "the push stored $pushed of $hot hot bytes"
 [ "$lent" -ge "$hot" ] || fail "the push lent $lent of $pushed bytes (copied the rest)"
 cmp "$SRC/hot/split" "$M/hot/split" || fail "hot/split reads back wrong"
+# The kernel evicts the inodes, their pages with them (the caches dropped their
+# copy once pushed): looked up again, the files are pushed again, not read back
+# through the 16 KiB read-ahead.
+if [ -w /proc/sys/vm/drop_caches ]; then
+  files=$(stat_of push_files)
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  i=0
+  while [ "$(stat_of ns_refs)" -gt 0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  ls -l "$M/hot" > /dev/null
+  again=$(stat_of push_files)
+  echo "push_files $files, after the inodes were evicted and looked up again $again"
+  [ "$again" -ge $((files + files / 2)) ] || fail "evicted files not pushed again: push_files $files -> $again"
+  cmp "$SRC/hot/split" "$M/hot/split" || fail "hot/split reads back wrong after the second push"
+fi
 umnt "$M"
 mnt "$M" "$WORK/img.cairn" || fail "mount"
 cat "$M/hot/f0" > /dev/null || fail "read hot/f0"

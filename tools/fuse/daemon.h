@@ -93,6 +93,9 @@ int push_start(struct daemon *cf, struct push **out);
 /* Queues the hot ranges of node (an image file, image inode image_ino) once per
  * inode; called before the reply that tells the kernel of the node. */
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
+/* The kernel forgot an inode of image file image_ino, and its pages with it: the
+ * next push_file of that file queues it again. */
+void push_forgotten(struct push *p, uint64_t image_ino);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
  * chunk a read just decompressed, or of an uncompressed segment a random read
  * just fetched (cairn_ns_chunk_span), stored after hot ranges and then delivered
