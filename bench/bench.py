@@ -851,11 +851,16 @@ class Bench:
         runs = {s.name: [] for s in systems}
         broken, slow = set(), set()
         for i in range(self.runs):
-            for s in systems:  # round-robin, so drift over time spreads evenly
+            # Round-robin, so drift over time spreads evenly, and every other round
+            # backwards, so no system always runs right after another (cairn before
+            # cairn verify=none, whose ratio is issue 14's goal): each pair of
+            # neighbours swaps places round by round.
+            for s in systems if i % 2 == 0 else systems[::-1]:
                 if s.name in broken or s.name in slow:
                     continue
                 try:
                     r = self.cycle(wl, s)
+                    r["round"] = i  # pairs the systems' runs (report.py paired_ratio)
                     runs[s.name].append(r)
                     if r["cold"] + r["warm"] > self.slow_limit:
                         slow.add(s.name)
