@@ -61,7 +61,10 @@ r = {"workloads": {"java": {"title": "Java", "systems": {
     "cairn": {"runs": on}, "cairn verify=none": {"runs": off}}}}}
 line = report.verify_cost(r)[0]
 assert "Java cold 1.000× in 3 rounds (goal ≤ 1.05)" in line, line
-assert "medians 1.100 / 1.020 s = 1.078×" in line, line
+assert "medians 1.100 / 1.020 s = 1.078×" in line and "warm" not in line, line
+for x, w in zip(on + off, (0.5, 0.4, 0.5, 0.4, 0.5, 0.25)):
+    x["warm"] = w
+assert ", warm 1.000×" in report.verify_cost(r)[0], report.verify_cost(r)
 rows = report.goal_rows(line, "here")
 assert [x[-1] for x in rows] == ["met"], rows
 on[2]["cold"] = 1.2  # rounds 0 and 2 now 1.10 and 1.18 over 1.0 and 1.02
