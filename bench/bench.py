@@ -877,11 +877,12 @@ class Bench:
         runs = {s.name: [] for s in systems}
         broken, slow = set(), set()
         for i in range(self.runs):
-            for s in systems:  # round-robin, so drift over time spreads evenly
+            for s in round_order(systems, i):
                 if s.name in broken or s.name in slow:
                     continue
                 try:
                     r = self.cycle(wl, s, src)
+                    r["round"] = i  # pairs the systems' runs (report.py paired_ratio)
                     runs[s.name].append(r)
                     if r["cold"] + r["warm"] > self.slow_limit:
                         slow.add(s.name)
@@ -1106,6 +1107,15 @@ class Bench:
             return []
         return [CairnFs(f"cairn, own -o delay={self.delay} (no delayfs)", "cairn",
                         direct_delay=self.delay)]
+
+
+def round_order(systems, i):
+    """The order of round i: round-robin, so drift over time spreads evenly, and every
+    other round backwards, so no system always runs right after another: neighbours
+    swap places round by round. (Before, cairn ran first in every round of make bench,
+    after the last peer's round, and cairn verify=none always right after it; their
+    ratio is issue 14's goal.)"""
+    return list(systems) if i % 2 == 0 else list(systems)[::-1]
 
 
 def main():

@@ -365,6 +365,47 @@ set xrange [-0.6:{n - 0.4}]
 
 # ------------------------------------------------------------------ summary
 
+def paired_ratio(a_runs, b_runs, key="cold"):
+    """Median over the rounds both systems ran of a's figure over b's in that round,
+    and how many rounds that was; (None, 0) for none. bench.py runs the systems of a
+    round back to back (the order reversed every other round), so a round's two
+    figures met the same machine; older results without rounds pair by position."""
+    def by_round(runs):
+        return {x.get("round", i): x.get(key) for i, x in enumerate(runs)}
+    a, b = by_round(a_runs), by_round(b_runs)
+    ratios = [a[k] / b[k] for k in a if a[k] and b.get(k)]
+    return (statistics.median(ratios), len(ratios)) if ratios else (None, 0)
+
+
+VERIFIED, UNVERIFIED = "cairn", "cairn verify=none"
+
+
+def verify_cost(r):
+    """Issue 14's goal: cold start verified against verify=none, same image, one run
+    (at most 1.05). The figure is the paired ratio; the ratio of the medians (the
+    tables' figures) is given beside it, and the warm runs' paired ratio (bytes are
+    checked once, when they enter the cache: a warm run should cost nothing)."""
+    parts = []
+    for key, w in r["workloads"].items():
+        s = w.get("systems", {})
+        if VERIFIED not in s or UNVERIFIED not in s:
+            continue
+        on, off = s[VERIFIED]["runs"], s[UNVERIFIED]["runs"]
+        p, n = paired_ratio(on, off)
+        m_on, m_off = med([x.get("cold") for x in on]), med([x.get("cold") for x in off])
+        if p is None or not m_off:
+            continue
+        pw, _ = paired_ratio(on, off, "warm")  # warm should cost nothing: no hashing
+        parts.append(f"{w['title']} cold {p:.3f}× in {n} rounds (goal ≤ 1.05), "
+                     f"medians {m_on:.3f} / {m_off:.3f} s = {m_on / m_off:.3f}×"
+                     + ("" if pw is None else f", warm {pw:.3f}×"))
+    if not parts:
+        return []
+    return [f"- Verification cost, **{VERIFIED}** against {UNVERIFIED}, the median of "
+            "the rounds' ratios: "
+            + "; ".join(parts) + "."]
+
+
 def summary(r, stats):
     lines = []
     j = r["workloads"].get("java")
@@ -416,6 +457,7 @@ def summary(r, stats):
             lines.append(f"- {w['title']}, **{prof}** against {ordered}: "
                          f"{p['cold'] / o['cold']:.2f}× the time (goal ≤ 1.15), "
                          f"{p['req'] / o['req']:.2f}× the requests (goal ≤ 2).")
+    lines += verify_cost(r)
     rw = r.get("rw", {}).get("systems", {})
     if "kernel tmpfs" in rw:
         t = {p: med([x[p] for x in rw["kernel tmpfs"]["runs"]])
