@@ -161,11 +161,15 @@ static void write_stats(struct daemon *cf)
 		fprintf(f, "profile_shipped_requests %" PRIu64 "\nprofile_shipped %d\n",
 			cf->shipped_requests, cf->shipped_used);
 	if (cf->push) {
-		uint64_t files, spans, bytes, served;
+		struct push_stats ps;
 
-		push_counts(cf->push, &files, &spans, &bytes, &served);
+		push_counts(cf->push, &ps);
 		fprintf(f, "push_files %" PRIu64 "\npush_chunks %" PRIu64 "\npush_bytes %" PRIu64
-			"\npush_served_bytes %" PRIu64 "\n", files, spans, bytes, served);
+			"\npush_served_bytes %" PRIu64 "\n", ps.files, ps.spans, ps.bytes, ps.served);
+		/* ranges push_served visited, against all it would have scanned */
+		fprintf(f, "push_served_calls %" PRIu64 "\npush_served_visits %" PRIu64
+			"\npush_served_queued %" PRIu64 "\n", ps.served_calls, ps.served_visits,
+			ps.served_queued);
 	}
 	cairn_ns_usage(cf->ns, &u);
 	fprintf(f, "ns_nodes %" PRIu64 "\nns_refs %" PRIu64 "\nns_copy_ups %" PRIu64
