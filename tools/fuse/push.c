@@ -57,17 +57,17 @@ struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
 	int deliver;              /* a chunk's or segment's rest: pushed only while cached */
-	/* Queued (heap_push made it): where it is in the heap, and its node's
-	 * other queued ranges, so push_served finds them without a scan. */
-	size_t at;
-	struct push_range *next, *prev;
+	size_t at;                /* queued (heap_push made it): where it is in the heap */
 };
 
-/* A node's queued ranges (head NULL: none now; the slot is reused or dropped
- * when the table grows). */
+/* A node's queued hot ranges, sorted by file_off, so push_served finds those a
+ * READ meets by binary search (n 0: none now; the slot is reused, or dropped
+ * when the table grows). Chunk and segment rests are not cut: not listed. */
 struct node_ranges {
 	uint64_t node;            /* 0: free slot */
-	struct push_range *head;
+	struct push_range **v;
+	size_t n, cap;
+	uint64_t max_len;         /* the longest listed so far: how far back one may reach */
 };
 
 /* Chunk (or segment) pushes queued or running at most; the reads that come in
@@ -137,51 +137,123 @@ static int seen_add(struct push *p, uint64_t ino)
  * visits only that file's queued ranges: it scanned the whole heap, thousands
  * of ranges for a Java start, under the lock the pushing thread takes. */
 
+/* Lock held: the slot of node in p->nodes at i, or where it would go. */
+static size_t node_probe(const struct push *p, uint64_t node)
+{
+	size_t i = hash_ino(node) & p->nodes_mask;
+
+	while (p->nodes[i].node && p->nodes[i].node != node)
+		i = (i + 1) & p->nodes_mask;
+	return i;
+}
+
+/* Doubles p->nodes, dropping the slots of nodes with nothing queued. */
+static int nodes_grow(struct push *p)
+{
+	size_t nmask = p->nodes_mask ? 2 * p->nodes_mask + 1 : 63;
+	struct node_ranges *old = p->nodes;
+	size_t omask = p->nodes_mask;
+
+	p->nodes = calloc(nmask + 1, sizeof(*p->nodes));
+	if (!p->nodes) {
+		p->nodes = old;
+		return -ENOMEM;
+	}
+	p->nodes_mask = nmask;
+	p->nodes_used = 0;
+	for (size_t j = 0; old && j <= omask; j++) {
+		if (!old[j].n) { /* nothing queued: dropped */
+			free(old[j].v);
+			continue;
+		}
+		p->nodes[node_probe(p, old[j].node)] = old[j];
+		p->nodes_used++;
+	}
+	free(old);
+	return 0;
+}
+
 /* The slot of node in p->nodes, or NULL when absent (create: made, NULL only
- * without memory). */
+ * without memory). A node that is there never moves but when one is made:
+ * push_served holds a slot while it queues a split's tail of the same node. */
 static struct node_ranges *node_slot(struct push *p, uint64_t node, int create)
 {
 	size_t i;
 
-	if (create && 2 * (p->nodes_used + 1) > p->nodes_mask + 1) {
-		size_t nmask = p->nodes_mask ? 2 * p->nodes_mask + 1 : 63;
-		struct node_ranges *t = calloc(nmask + 1, sizeof(*t));
-
-		if (!t)
-			return NULL;
-		p->nodes_used = 0;
-		for (size_t j = 0; p->nodes && j <= p->nodes_mask; j++) {
-			if (!p->nodes[j].head) /* nothing queued: dropped */
-				continue;
-			for (i = hash_ino(p->nodes[j].node) & nmask; t[i].node; i = (i + 1) & nmask)
-				;
-			t[i] = p->nodes[j];
-			p->nodes_used++;
-		}
-		free(p->nodes);
-		p->nodes = t;
-		p->nodes_mask = nmask;
+	if (p->nodes) {
+		i = node_probe(p, node);
+		if (p->nodes[i].node || !create)
+			return p->nodes[i].node ? &p->nodes[i] : NULL;
 	}
-	if (!p->nodes)
-		return NULL;
-	for (i = hash_ino(node) & p->nodes_mask; p->nodes[i].node; i = (i + 1) & p->nodes_mask)
-		if (p->nodes[i].node == node)
-			return &p->nodes[i];
 	if (!create)
 		return NULL;
+	if (2 * (p->nodes_used + 1) > p->nodes_mask + 1 && nodes_grow(p))
+		return NULL;
+	i = node_probe(p, node);
 	p->nodes[i].node = node;
 	p->nodes_used++;
 	return &p->nodes[i];
 }
 
-static void node_unlink(struct push *p, struct push_range *r)
+/* The first of nr's ranges with file_off >= off. */
+static size_t node_lower(const struct node_ranges *nr, uint64_t off)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		node_slot(p, r->node, 0)->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	size_t lo = 0, hi = nr->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (nr->v[mid]->file_off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int node_add(struct push *p, struct push_range *q)
+{
+	struct node_ranges *nr = node_slot(p, q->node, 1);
+	size_t i;
+
+	if (!nr)
+		return -ENOMEM;
+	if (nr->n == nr->cap) {
+		size_t ncap = nr->cap ? 2 * nr->cap : 8;
+		struct push_range **v = realloc(nr->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		nr->v = v;
+		nr->cap = ncap;
+	}
+	i = node_lower(nr, q->file_off);
+	memmove(nr->v + i + 1, nr->v + i, (nr->n - i) * sizeof(*nr->v));
+	nr->v[i] = q;
+	nr->n++;
+	if (q->len > nr->max_len)
+		nr->max_len = q->len;
+	return 0;
+}
+
+static void node_del(struct push *p, const struct push_range *q)
+{
+	struct node_ranges *nr = node_slot(p, q->node, 0);
+	size_t i = nr ? node_lower(nr, q->file_off) : 0;
+
+	if (!nr)
+		return;
+	while (i < nr->n && nr->v[i] != q)
+		i++; /* past others at the same offset */
+	/* Overlapping ranges (a hand-made profile) may have come out of order
+	 * when one was cut: then a plain search. Never left listed once freed. */
+	for (size_t j = 0; i == nr->n && j < nr->n; j++)
+		if (nr->v[j] == q)
+			i = j;
+	if (i == nr->n)
+		return;
+	memmove(nr->v + i, nr->v + i + 1, (nr->n - i - 1) * sizeof(*nr->v));
+	nr->n--;
 }
 
 static void heap_swap(struct push_range **h, size_t a, size_t b)
@@ -196,31 +268,26 @@ static void heap_swap(struct push_range **h, size_t a, size_t b)
 
 static int heap_push(struct push *p, const struct push_range *r)
 {
-	struct push_range *q = malloc(sizeof(*q));
-	struct node_ranges *nr = q ? node_slot(p, r->node, 1) : NULL;
+	struct push_range *q;
 	size_t i;
 
-	if (nr && p->n == p->cap) {
+	if (p->n == p->cap) {
 		size_t ncap = p->cap ? 2 * p->cap : 64;
 		struct push_range **h = realloc(p->heap, ncap * sizeof(*h));
 
-		if (h) {
-			p->heap = h;
-			p->cap = ncap;
-		} else {
-			nr = NULL;
-		}
+		if (!h)
+			return -ENOMEM;
+		p->heap = h;
+		p->cap = ncap;
 	}
-	if (!nr) {
+	q = malloc(sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	*q = *r;
+	if (!q->deliver && node_add(p, q)) {
 		free(q);
 		return -ENOMEM;
 	}
-	*q = *r;
-	q->prev = NULL;
-	q->next = nr->head;
-	if (q->next)
-		q->next->prev = q;
-	nr->head = q;
 	i = p->n++;
 	p->heap[i] = q;
 	q->at = i;
@@ -236,7 +303,8 @@ static struct push_range heap_pop(struct push *p)
 	struct push_range *q = p->heap[0], top = *q;
 	size_t i = 0;
 
-	node_unlink(p, q);
+	if (!q->deliver)
+		node_del(p, q);
 	free(q);
 	if (!--p->n)
 		return top;
@@ -360,7 +428,7 @@ struct cuts {
 	unsigned n;
 };
 
-/* Lock held: cuts the pages [lo, hi) out of queued range r of the same node,
+/* Lock held: cuts the pages [lo, hi) out of queued hot range r of the same node,
  * splitting it when they lie inside (the tail is queued on its own, with a
  * reference of its own), and notes what was cut in c. Each cut is delivered
  * alone: a union of them could cover pages of a range being pushed now, and
@@ -394,7 +462,7 @@ static void range_cut(struct push *p, struct push_range *r, uint64_t lo, uint64_
 		tail.file_off = chi;
 		tail.len = end - chi;
 		r->len = clo - r->file_off;
-		if (heap_push(p, &tail) == 0) /* at the head of the node's list */
+		if (heap_push(p, &tail) == 0) /* listed right after r */
 			cairn_ns_hold(p->cf->ns, tail.node);
 	}
 }
@@ -413,10 +481,20 @@ void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len)
 	p->st.served_calls++;
 	p->st.served_queued += p->n;
 	nr = node_slot(p, node, 0);
-	/* A split's tail goes in at the head, before r: it is left. */
-	for (struct push_range *r = nr ? nr->head : NULL; r; r = r->next) {
-		p->st.served_visits++;
-		range_cut(p, r, lo, hi, &c);
+	if (nr && nr->n) {
+		/* Back from the first at or past lo as far as the longest could
+		 * reach; then on while they start before hi (a split's tail, listed
+		 * next, starts at hi: the walk ends there). Cutting keeps the order:
+		 * a range only loses pages at its ends, or splits in place. */
+		size_t i = node_lower(nr, lo);
+		uint64_t reach = lo > nr->max_len + PAGE ? lo - nr->max_len - PAGE : 0;
+
+		while (i && nr->v[i - 1]->file_off >= reach)
+			i--;
+		for (; i < nr->n && nr->v[i]->file_off < hi; i++) {
+			p->st.served_visits++;
+			range_cut(p, nr->v[i], lo, hi, &c);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	/* The push kept those pages' chunks for itself; the kernel has them now. */
@@ -595,6 +673,8 @@ void push_stop(struct push *p)
 		cairn_ns_forget(p->cf->ns, p->heap[i]->node, 1);
 		free(p->heap[i]);
 	}
+	for (size_t i = 0; p->nodes && i <= p->nodes_mask; i++)
+		free(p->nodes[i].v);
 	free(p->nodes);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
