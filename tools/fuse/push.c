@@ -195,6 +195,19 @@ static struct node_ranges *node_slot(struct push *p, uint64_t node, int create)
 	return &p->nodes[i];
 }
 
+/* Doubles an array of range pointers (to first when empty). */
+static int ptrs_grow(struct push_range ***v, size_t *cap, size_t first)
+{
+	size_t ncap = *cap ? 2 * *cap : first;
+	struct push_range **n = realloc(*v, ncap * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	*v = n;
+	*cap = ncap;
+	return 0;
+}
+
 /* The first of nr's ranges with file_off >= off. */
 static size_t node_lower(const struct node_ranges *nr, uint64_t off)
 {
@@ -218,15 +231,8 @@ static int node_add(struct push *p, struct push_range *q)
 
 	if (!nr)
 		return -ENOMEM;
-	if (nr->n == nr->cap) {
-		size_t ncap = nr->cap ? 2 * nr->cap : 8;
-		struct push_range **v = realloc(nr->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		nr->v = v;
-		nr->cap = ncap;
-	}
+	if (nr->n == nr->cap && ptrs_grow(&nr->v, &nr->cap, 8))
+		return -ENOMEM;
 	i = node_lower(nr, q->file_off);
 	memmove(nr->v + i + 1, nr->v + i, (nr->n - i) * sizeof(*nr->v));
 	nr->v[i] = q;
@@ -271,15 +277,8 @@ static int heap_push(struct push *p, const struct push_range *r)
 	struct push_range *q;
 	size_t i;
 
-	if (p->n == p->cap) {
-		size_t ncap = p->cap ? 2 * p->cap : 64;
-		struct push_range **h = realloc(p->heap, ncap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		p->heap = h;
-		p->cap = ncap;
-	}
+	if (p->n == p->cap && ptrs_grow(&p->heap, &p->cap, 64))
+		return -ENOMEM;
 	q = malloc(sizeof(*q));
 	if (!q)
 		return -ENOMEM;
