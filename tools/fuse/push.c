@@ -68,6 +68,7 @@ struct node_ranges {
 	struct push_range **v;
 	size_t n, cap;
 	uint64_t max_len;         /* the longest listed so far: how far back one may reach */
+	int overlap;              /* two listed ranges overlapped (a hand-made profile) */
 };
 
 /* Chunk (or segment) pushes queued or running at most; the reads that come in
@@ -234,6 +235,11 @@ static int node_add(struct push *p, struct push_range *q)
 	if (nr->n == nr->cap && ptrs_grow(&nr->v, &nr->cap, 8))
 		return -ENOMEM;
 	i = node_lower(nr, q->file_off);
+	/* Hot ranges of a file come apart, and a cut keeps them so: then only the
+	 * range before a READ's first page can reach into it. */
+	if ((i && nr->v[i - 1]->file_off + nr->v[i - 1]->len > q->file_off) ||
+	    (i < nr->n && q->file_off + q->len > nr->v[i]->file_off))
+		nr->overlap = 1;
 	memmove(nr->v + i + 1, nr->v + i, (nr->n - i) * sizeof(*nr->v));
 	nr->v[i] = q;
 	nr->n++;
@@ -481,14 +487,17 @@ void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len)
 	p->st.served_queued += p->n;
 	nr = node_slot(p, node, 0);
 	if (nr && nr->n) {
-		/* Back from the first at or past lo as far as the longest could
-		 * reach; then on while they start before hi (a split's tail, listed
-		 * next, starts at hi: the walk ends there). Cutting keeps the order:
-		 * a range only loses pages at its ends, or splits in place. */
+		/* Back from the first at or past lo to the one before it (apart),
+		 * or as far as the longest could reach (overlapping); then on while
+		 * they start before hi (a split's tail, listed next, starts at hi:
+		 * the walk ends there). Cutting keeps the order: a range only loses
+		 * pages at its ends, or splits in place. */
 		size_t i = node_lower(nr, lo);
 		uint64_t reach = lo > nr->max_len + PAGE ? lo - nr->max_len - PAGE : 0;
 
-		while (i && nr->v[i - 1]->file_off >= reach)
+		if (!nr->overlap && i)
+			i--;
+		while (nr->overlap && i && nr->v[i - 1]->file_off >= reach)
 			i--;
 		for (; i < nr->n && nr->v[i]->file_off < hi; i++) {
 			p->st.served_visits++;
