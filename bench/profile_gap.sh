@@ -16,7 +16,9 @@
 # the medians; each run's stats file stays as WORK/ordered.stats.N and
 # WORK/profile.stats.N (N from 0) to tell a slow run's misses and readahead. Builds in WORK (default /dev/shm/cairn-profile-gap): the plain image,
 # two traces of it joined (as bench.py takes them), the ordered image built with
-# them. Needs root (mounts, drop_caches). Run with chrt -f 50 on a busy machine.
+# them. MKFS_OPTS adds options to both mkfs runs of a fresh WORK (a publisher's
+# choice, such as --granule 32K); PROFILE_OPTS adds mount options to the profile
+# mount (segment=32K, say). Needs root (mounts, drop_caches). Run with chrt -f 50 on a busy machine.
 set -eu
 delay=1ms; channels=1; bw=0; runs=5; build=build; work=/dev/shm/cairn-profile-gap; wl=java; url=
 while getopts p:d:c:r:n:b:w:u o; do
@@ -74,7 +76,7 @@ HOST_FILES=$(for f in $HOST_BINS; do case $f in "$SRC"/*) ;; *) echo "$f" ;; esa
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; cat $HOST_FILES > /dev/null 2>&1 || true; }
 [ -f "$work/hello/Hello.class" ] || javac -d "$work/hello" "$here/Hello.java"
 if [ ! -f "$work/img/$wl-ord.cairn" ]; then
-  "$C" mkfs -q "$SRC" "$work/img/$wl.cairn"
+  "$C" mkfs -q ${MKFS_OPTS:-} "$SRC" "$work/img/$wl.cairn"
   for i in 0 1; do
     cold
     "$C" mount -o trace="$work/$wl.trace.$i" "$work/img/$wl.cairn" "$M"
@@ -82,7 +84,7 @@ if [ ! -f "$work/img/$wl-ord.cairn" ]; then
     fusermount3 -u "$M"; sleep 0.5
   done
   cat "$work/$wl.trace.0" "$work/$wl.trace.1" > "$work/$wl.trace"
-  "$C" mkfs -q --order "$work/$wl.trace" "$SRC" "$work/img/$wl-ord.cairn"
+  "$C" mkfs -q ${MKFS_OPTS:-} --order "$work/$wl.trace" "$SRC" "$work/img/$wl-ord.cairn"
 fi
 if [ -n "$url" ]; then
   # nginx on a free loopback port; the delay is cairn's, above its http device.

@@ -22,9 +22,12 @@ Times are mount + workload (the mount call returns once the mount is up).
 
 usage: bench/remote.py [--build build] [--runs 3] [--only java,python] [--out FILE]
                       [--variants empty,warm,...] [--opts max_io=4m,...]
+                      [--mkfs "--granule 32K"]
 --variants runs a subset (to profile one comparison; never with --out): a warm
 variant without its empty one is primed by one untimed run first. --opts adds
 mount options to the http variants (to compare a setting; never with --out).
+--mkfs adds options to the plain image's mkfs (the ordered image's too: a
+publisher's choice, such as a finer digest granule; never with --out).
 Needs root (drop_caches, mounts). Prints a markdown table per workload, with the
 issue's goals; --out also writes them to FILE (docs/bench/remote.md, which
 bench/report.py includes in docs/BENCHMARKS.md as is).
@@ -121,6 +124,7 @@ class Bench:
     def __init__(self, args):
         self.cairn = os.path.abspath(os.path.join(args.build, "cairn"))
         self.opts = "," + args.opts if args.opts else ""
+        self.mkfs = args.mkfs.split()
         self.work = tempfile.mkdtemp(prefix="cairn-bench-remote.", dir="/dev/shm")
         os.chmod(self.work, 0o755)
         self.www = os.path.join(self.work, "www")
@@ -178,7 +182,7 @@ class Bench:
                 break
             time.sleep(0.05)
         out = os.path.join(self.www, key + "-ordered.cairn")
-        sh([self.cairn, "mkfs", "-q", "--order", trace, src, out])
+        sh([self.cairn, "mkfs", "-q"] + self.mkfs + ["--order", trace, src, out])
         # The plain image again, its publisher's profile (the same trace) beside it.
         os.link(image, os.path.join(self.www, key + "-shipped.cairn"))
         shutil.copy(trace, os.path.join(self.www, key + "-shipped.cairn.profile"))
@@ -243,10 +247,13 @@ def main():
     ap.add_argument("--opts", default="",
                     help="more mount options for the http variants (to compare settings; "
                          "never with --out)")
+    ap.add_argument("--mkfs", default="",
+                    help="more mkfs options for the images (to compare a layout choice, "
+                         "such as --granule 32K; never with --out)")
     args = ap.parse_args()
     picked = args.variants.split(",")
     if set(picked) - {v for v, _ in VARIANTS} or \
-            (args.out and (len(picked) < len(VARIANTS) or args.opts)):
+            (args.out and (len(picked) < len(VARIANTS) or args.opts or args.mkfs)):
         ap.error("--variants: a subset of " + ",".join(v for v, _ in VARIANTS) +
                  " (the full set with --out)")
     b = Bench(args)
@@ -255,7 +262,7 @@ def main():
         trees = {"java": JDK, "python": PYLIB}
         for key in args.only.split(","):
             image = os.path.join(b.www, key + ".cairn")
-            sh([b.cairn, "mkfs", "-q", trees[key], image])
+            sh([b.cairn, "mkfs", "-q"] + b.mkfs + [trees[key], image])
             b.ordered(key, trees[key], image)
         ng = Nginx(b.work, b.www)
         load0 = os.getloadavg()

@@ -109,10 +109,11 @@ ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *b
 /* cairn_image_read() without the copy: calls fn with iovecs into the cache's
  * memory, held for the call: for a file stored in one piece the segment
  * cache's (checked, over a verify device; cairn_cache_read_pinned), for a
- * compressed one the decompressed chunks'. Returns fn's value or -errno;
- * CAIRN_CACHE_COPY, fn not called, for an inline or extent-mapped file, a
- * piece in a zero or raw chunk, at or past EOF, or when the cache cannot
- * lend: read it with cairn_image_read(). */
+ * compressed one the decompressed chunks'; for an extent-mapped file a read
+ * inside one extent is lent as from a file in one piece. Returns fn's value or
+ * -errno; CAIRN_CACHE_COPY, fn not called, for an inline file, an extent-mapped
+ * read across extents or into a hole, a piece in a zero or raw chunk, at or
+ * past EOF, or when the cache cannot lend: read it with cairn_image_read(). */
 int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len, uint64_t off,
 			    cairn_iov_fn fn, void *ctx);
 /* Bytes [off, off+len) of regular file ino were handed to a reader that keeps

@@ -54,7 +54,7 @@ struct cairn_ramfs_config {
 	/* Freed chunks kept resident for reuse, so files that come and go (or are
 	 * truncated and regrown) do not pay for fresh pages again: bytes, 0 =
 	 * default (16 MiB), CAIRN_RAMFS_NO_POOL = none. Freed chunks beyond it give
-	 * their pages back (MADV_FREE). Pooled chunks do not count against
+	 * their pages back at once (MADV_DONTNEED). Pooled chunks do not count against
 	 * size_limit. Chunk memory comes from 2 MiB huge-page slabs. */
 	uint64_t pool_bytes;
 };

@@ -188,6 +188,32 @@ ssize_t cairn_image_read_flags(struct cairn_image *img, cairn_ino_t ino, void *b
 	return rc ? rc : (ssize_t)len;
 }
 
+/* An extent-mapped file's read that lies inside one extent, lent as a file
+ * stored in one piece is. A read across extents or into a hole needs the
+ * pieces put together (and zeros), so it is copied: in an ordered image those
+ * are the few reads that straddle a hot range's end. */
+static int read_extent_pinned(struct cairn_image *img, const struct cairn_rinode *r, size_t len,
+			      uint64_t off, cairn_iov_fn fn, void *ctx)
+{
+	struct cairn_disk_extent x;
+	struct cairn_cache_hint hint;
+	uint64_t i;
+	int rc = extent_find(img, r, off, &i);
+
+	if (rc)
+		return rc;
+	if (i >= r->data_count)
+		return CAIRN_CACHE_COPY;
+	rc = cairn_image_extent_load(img, r->data_ref + i, r, &x);
+	if (rc)
+		return rc;
+	if (x.file_off > off || off + len > x.file_off + x.len)
+		return CAIRN_CACHE_COPY;
+	hint = (struct cairn_cache_hint){ x.disk_off, x.disk_off + x.len };
+	return cairn_cache_read_pinned(img->cache, len, x.disk_off + (off - x.file_off), &hint, fn,
+				       ctx);
+}
+
 int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len, uint64_t off,
 			    cairn_iov_fn fn, void *ctx)
 {
@@ -197,12 +223,14 @@ int cairn_image_read_pinned(struct cairn_image *img, cairn_ino_t ino, size_t len
 
 	if (rc)
 		return rc;
-	if (off >= r.size || len == 0 || (r.flags & (CAIRN_IF_INLINE | CAIRN_IF_EXTENTS)))
+	if (off >= r.size || len == 0 || (r.flags & CAIRN_IF_INLINE))
 		return CAIRN_CACHE_COPY;
 	if (len > r.size - off)
 		len = (size_t)(r.size - off);
 	if (r.flags & CAIRN_IF_CHUNKED)
 		return cairn_image_read_chunked_pinned(img, ino, &r, len, off, fn, ctx);
+	if (r.flags & CAIRN_IF_EXTENTS)
+		return read_extent_pinned(img, &r, len, off, fn, ctx);
 	hint = (struct cairn_cache_hint){ r.data_ref, r.data_ref + r.size };
 	(void)cairn_image_stream_follows(img, ino, off, len, 1); /* as read_plain */
 	return cairn_cache_read_pinned(img->cache, len, r.data_ref + off, &hint, fn, ctx);

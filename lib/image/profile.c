@@ -532,8 +532,8 @@ static int add_dev(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len
  * Holes the prefetch fills. A run reads pages next to the traced run's (other
  * input, another JIT decision), each a demand miss once the vectors are in. A
  * hole between two ranges of one file that costs at most FILL_SEGS whole
- * segments of its own is fetched with them, ranked as the later-needed of the
- * two: a shipped profile's remote Java Hello took 14 requests against 17, for
+ * segments (of at least FILL_UNIT_MIN bytes) of its own is fetched with them,
+ * ranked as the later-needed of the two: a shipped profile's remote Java Hello took 14 requests against 17, for
  * 2 % more bytes (docs/bench/remote13.md). Only within
  * one file: between files a hole is other files' data, which a scattered
  * profile (tests/mount/remote_vecread.sh) must not fetch. The holes go to the
@@ -542,6 +542,14 @@ static int add_dev(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len
  * use-once drop keeps; a hole's bytes are no range's, so once read they go.
  */
 #define FILL_SEGS 2
+/* The unit FILL_SEGS counts in: the cache's segment, but never less than this.
+ * The pages a run reads beside the traced ones come in the kernel's read-ahead
+ * windows, whatever the segment: with 32 KiB segments (an image built with
+ * --granule 32K, whose profile then fetches a third less for Python's scattered
+ * small files) holes of 2 segments left Java Hello's shipped profile over http
+ * with 31-43 requests against 13-14 at 128 KiB; counted in 128 KiB, 18-21
+ * (docs/bench/profile.md, 3 December 2026). */
+#define FILL_UNIT_MIN (128u << 10)
 
 struct hole {
 	uint64_t pos;         /* of the later-needed neighbour: its place in the queue */
@@ -622,11 +630,13 @@ static int file_holes(struct cairn_image *img, struct prof_file *f, uint64_t seg
 /* The holes of all files, sorted by the place they take in the queue. */
 static int profile_holes(struct cairn_image *img, struct cairn_profile *p, struct hole_list *h)
 {
-	uint64_t seg = cairn_cache_segment_size(img->cache);
+	uint64_t unit = cairn_cache_segment_size(img->cache);
 	int rc = 0;
 
+	if (unit < FILL_UNIT_MIN)
+		unit = FILL_UNIT_MIN;
 	for (size_t i = 0; i < p->nfiles && rc != -ENOMEM; i++)
-		rc = file_holes(img, &p->files[i], seg, h);
+		rc = file_holes(img, &p->files[i], unit, h);
 	if (h->n)
 		qsort(h->v, h->n, sizeof(*h->v), by_pos);
 	return rc == -ENOMEM ? rc : 0;

@@ -8,8 +8,8 @@
  *
  * Freed chunks stay resident for reuse up to pool_max (the "pool", counted in
  * cairn_ramfs_usage.pool_bytes); beyond that their pages go back to the kernel
- * (MADV_DONTNEED) and the chunk joins a list of spare addresses, so memory use
- * falls when files shrink, as with malloc. Slabs are unmapped only at
+ * at once (MADV_DONTNEED) and the chunk joins a list of spare addresses, so
+ * memory use falls when files shrink, as with malloc. Slabs are unmapped only at
  * cairn_ramfs_free(): address space is cheap, and a slab is never empty for
  * long in a file system that keeps being written.
  *
@@ -101,15 +101,28 @@ static void pool_push(struct cairn_ramfs *fs, void *ch)
 	ASAN_POISON_MEMORY_REGION((char *)ch + sizeof(void *), fs->chunk_size - sizeof(void *));
 }
 
+/* Beyond the pool a chunk's pages go back at once (MADV_DONTNEED), so the
+ * daemon's RSS is what it stores plus the pool. MADV_FREE left them resident
+ * until memory ran short: 395 MB RSS with no file left after a stress run
+ * (docs/bench/stress.md), which looks like a leak and counts against the
+ * cgroup until reclaim. The madvise runs outside the lock: the chunk is the
+ * caller's until it is listed. */
 void ramfs_chunk_put(struct cairn_ramfs *fs, void *ch)
 {
 	pthread_mutex_lock(&fs->pool_lock);
 	if (fs->pool_count < fs->pool_max) {
 		pool_push(fs, ch);
-	} else if (vec_push(&fs->spare, &fs->nspare, &fs->spare_cap, ch) == 0) {
-		(void)madvise(ch, fs->chunk_size, MADV_FREE);
-		ASAN_POISON_MEMORY_REGION(ch, fs->chunk_size);
-	} else { /* cannot even list it: keep its pages in the pool */
+		pthread_mutex_unlock(&fs->pool_lock);
+		return;
+	}
+	pthread_mutex_unlock(&fs->pool_lock);
+	(void)madvise(ch, fs->chunk_size, MADV_DONTNEED);
+	ASAN_POISON_MEMORY_REGION(ch, fs->chunk_size);
+	pthread_mutex_lock(&fs->pool_lock);
+	if (vec_push(&fs->spare, &fs->nspare, &fs->spare_cap, ch)) {
+		/* Cannot even list it: the pool keeps it. Poisoned before it was
+		 * listed (then another thread may take it), so open its link. */
+		ASAN_UNPOISON_MEMORY_REGION(ch, sizeof(void *));
 		pool_push(fs, ch);
 	}
 	pthread_mutex_unlock(&fs->pool_lock);

@@ -84,6 +84,14 @@ SOURCE_DATE_EPOCH=1000000 "$CAIRN" mkfs -q --all-root "$src" "$work/e.img" || fa
 "$CAIRN" ls -l "$work/e.img" / | grep -q "1970-01-12" || fail "times not clamped"
 "$CAIRN" mkfs -q --mtime 12345 --uid 7 --gid 8 "$src" "$work/m.img" || fail "mkfs --mtime"
 [ "$(le64 "$work/m.img" 184)" = 12345 ] || fail "build_time not --mtime"
+"$CAIRN" info "$work/m.img" | grep -q "^build time: *1970-01-01 03:25:45.* (12345)$" ||
+  fail "info: $("$CAIRN" info "$work/m.img" | grep '^build time')"
+# Without either, build_time is 0 and info says it is unset, not 1970.
+"$CAIRN" mkfs -q "$src" "$work/z.img" || fail "mkfs"
+[ "$(le64 "$work/z.img" 184)" = 0 ] || fail "build_time not 0 by default"
+"$CAIRN" info "$work/z.img" | grep -q "^build time: *unset (0: no --mtime or SOURCE_DATE_EPOCH at mkfs)$" ||
+  fail "info: $("$CAIRN" info "$work/z.img" | grep '^build time')"
+"$CAIRN" info --json "$work/z.img" | grep -q '"build_time": 0,' || fail "info --json: build_time"
 "$CAIRN" stat "$work/m.img" /big.bin | grep -q 7 || fail "uid not forced"
 
 # --- --exclude and --order with trace records ---

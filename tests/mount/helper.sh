@@ -1,8 +1,14 @@
 #!/bin/sh
 # mount.cairn: `mount -t cairn IMAGE DIR -o ...` and an fstab line (through
 # `mount -T FILE`, so the system fstab is untouched). mount(8) looks for the
-# helper in /sbin; if none is installed, this test links the built one there for
-# its duration.
+# helper in /sbin only. If none is installed, the test runs in a private mount
+# namespace and lays the built helper over /sbin there (a read-only overlay),
+# so the host's /sbin is never touched, whatever way the test ends (it once
+# linked the helper into the real /sbin and removed it from an exit trap).
+if [ ! -e /sbin/mount.cairn ] && [ -z "${CAIRN_HELPER_NS:-}" ] &&
+   unshare -m --propagation private true 2>/dev/null; then
+  CAIRN_HELPER_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
 . "$(dirname "$0")/common.inc"
 command -v mount >/dev/null || skip "mount(8) not installed"
 SRC=$WORK/src
@@ -10,12 +16,14 @@ mkdir -p "$SRC/dir"
 echo "via mount(8)" > "$SRC/dir/file"
 "$CAIRN" mkfs -q "$SRC" "$WORK/img.cairn" || fail "mkfs"
 
-LINKED=""
 if [ ! -e /sbin/mount.cairn ]; then
-  ln -s "$BUILD/mount.cairn" /sbin/mount.cairn || skip "cannot install /sbin/mount.cairn"
-  LINKED=/sbin/mount.cairn
+  [ -n "${CAIRN_HELPER_NS:-}" ] || skip "no /sbin/mount.cairn and no private mount namespace to lay one in"
+  mkdir "$WORK/sbin"
+  ln -s "$(cd "$BUILD" && pwd)/mount.cairn" "$WORK/sbin/mount.cairn"
+  sbin=$(readlink -f /sbin)
+  mount -t overlay overlay -o lowerdir="$WORK/sbin:$sbin" "$sbin" ||
+    skip "cannot lay mount.cairn over $sbin in a private namespace"
 fi
-trap 'cleanup; [ -n "$LINKED" ] && rm -f "$LINKED"' EXIT
 
 M=$WORK/m
 mkdir -p "$M"

@@ -13,11 +13,14 @@ for i in 0 1 2 3 4 5 6 7; do
   head -c 1048576 /dev/urandom > "$SRC/hot/f$i"
   head -c 1048576 /dev/urandom > "$SRC/cold/f$i"
 done
+# Half hot: its ordered image maps it by extents, the hot one in the prefix.
+head -c 1048576 /dev/urandom > "$SRC/hot/split"
 "$CAIRN" mkfs -q "$SRC" "$WORK/plain.cairn" || fail "mkfs"
 M=$WORK/m
 # The workload: the hot files, whole. Its trace orders the image.
 work() {
   for i in 0 1 2 3 4 5 6 7; do cat "$M/hot/f$i" > /dev/null || fail "read hot/f$i"; done
+  head -c 524288 "$M/hot/split" > /dev/null || fail "read hot/split"
 }
 mnt "$M" "$WORK/plain.cairn" -o trace="$WORK/trace" || fail "mount with trace="
 work
@@ -53,6 +56,38 @@ ra_of() {
 }
 ra=$(ra_of)
 [ "$ra" = none ] || [ "$ra" -eq 16 ] || fail "read_ahead_kb $ra with -o prefetch of an ordered image (want 16)"
+umnt "$M"
+
+# The push stores what the caches lend, no copy, the extent-mapped split file's
+# hot half too: pushed before the program reads anything, so every lent byte
+# (cache_lent_bytes) is the push's own.
+[ -w /proc/sys/vm/drop_caches ] && { sync; echo 3 > /proc/sys/vm/drop_caches; }
+mnt "$M" "$WORK/img.cairn" -o "prefetch,stats=$st" || fail "mount -o prefetch"
+pid=$(daemons_of "$M")
+ls -l "$M/hot" > /dev/null
+hot=$((hot + 524288))
+i=0
+while [ "$(stat_of push_bytes)" -lt "$hot" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+pushed=$(stat_of push_bytes)
+lent=$(stat_of cache_lent_bytes)
+echo "pushed $pushed bytes, $lent of them lent"
+[ "$pushed" -ge "$hot" ] || fail "the push stored $pushed of $hot hot bytes"
+[ "$lent" -ge "$hot" ] || fail "the push lent $lent of $pushed bytes (copied the rest)"
+cmp "$SRC/hot/split" "$M/hot/split" || fail "hot/split reads back wrong"
+# The kernel evicts the inodes, their pages with them (the caches dropped their
+# copy once pushed): looked up again, the files are pushed again, not read back
+# through the 16 KiB read-ahead.
+if [ -w /proc/sys/vm/drop_caches ]; then
+  files=$(stat_of push_files)
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  i=0
+  while [ "$(stat_of ns_refs)" -gt 0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  ls -l "$M/hot" > /dev/null
+  again=$(stat_of push_files)
+  echo "push_files $files, after the inodes were evicted and looked up again $again"
+  [ "$again" -ge $((files + files / 2)) ] || fail "evicted files not pushed again: push_files $files -> $again"
+  cmp "$SRC/hot/split" "$M/hot/split" || fail "hot/split reads back wrong after the second push"
+fi
 umnt "$M"
 mnt "$M" "$WORK/img.cairn" || fail "mount"
 cat "$M/hot/f0" > /dev/null || fail "read hot/f0"

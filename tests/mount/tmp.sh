@@ -1,6 +1,7 @@
 #!/bin/sh
 # -o tmp=PATHS: RAM subtrees over a read-only image. The POSIX checks inside one
-# (seeded from the image), and the paths that are refused: one that names or
+# (seeded from the image), a path the image lacks (made, its parents read-only),
+# and the paths that are refused: one that names or
 # passes through a file or symlink of the image (a RAM directory would hide it),
 # a relative one, "/" and ".." — each with a message that names the path.
 . "$(dirname "$0")/common.inc"
@@ -18,6 +19,16 @@ mnt "$M" "$WORK/img.cairn" -o tmp=/tmp:/var/log || fail "mount tmp="
 tail -n 1 "$WORK/posix.out"
 "$PROGS/posix_check" "$M/var/log" > "$WORK/posix2.out" 2>&1 || { cat "$WORK/posix2.out"; fail "POSIX checks in a tmp= path the image lacks"; }
 ( echo x > "$M/etc/conf" ) 2>/dev/null && fail "the image part is writable"
+umnt "$M"
+
+# A path the image lacks, parents and all, is made (docs/MOUNT.md): the RAM
+# directory at the path is writable, its made parents are not.
+mnt "$M" "$WORK/img.cairn" -o tmp=/none/there || fail "mount tmp= of a path the image lacks"
+[ "$(stat -c %a "$M/none/there")" = 1777 ] || fail "tmp=/none/there: mode $(stat -c %a "$M/none/there")"
+echo x > "$M/none/there/f" || fail "tmp=/none/there: not writable"
+[ "$(ls "$M/none")" = there ] || fail "tmp=/none/there: /none holds $(ls "$M/none")"
+mkdir "$M/none/other" 2>/dev/null && fail "a made parent is writable"
+rmdir "$M/none/there" 2>/dev/null && fail "the tmp= directory was removed"
 umnt "$M"
 
 # refused PATH MESSAGE-PART

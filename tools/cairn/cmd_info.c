@@ -74,7 +74,12 @@ static void print_text(const struct cairn_image_info *in, const char *root)
 	printf("features:      %s (compat 0x%x, incompat 0x%x)\n", feat[0] ? feat : "none",
 	       in->compat, in->incompat);
 	printf("root digest:   %s\n", root);
-	printf("build time:    %s (%" PRId64 ")\n", t, in->build_time);
+	/* 0 is what a reproducible build without --mtime or SOURCE_DATE_EPOCH
+	 * records (no clock is read): not a date in 1970. */
+	if (in->build_time == 0)
+		printf("build time:    unset (0: no --mtime or SOURCE_DATE_EPOCH at mkfs)\n");
+	else
+		printf("build time:    %s (%" PRId64 ")\n", t, in->build_time);
 	printf("image size:    %" PRIu64 " bytes\n", in->image_size);
 	printf("inodes:        %" PRIu64 " (including unused inode 0)\n", in->inode_count);
 	printf("regular files: %" PRIu64 ", %" PRIu64 " bytes of data\n", in->file_count,

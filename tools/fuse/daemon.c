@@ -162,11 +162,15 @@ static void write_stats(struct daemon *cf)
 		fprintf(f, "profile_shipped_requests %" PRIu64 "\nprofile_shipped %d\n",
 			cf->shipped_requests, cf->shipped_used);
 	if (cf->push) {
-		uint64_t files, spans, bytes, served;
+		struct push_stats ps;
 
-		push_counts(cf->push, &files, &spans, &bytes, &served);
+		push_counts(cf->push, &ps);
 		fprintf(f, "push_files %" PRIu64 "\npush_chunks %" PRIu64 "\npush_bytes %" PRIu64
-			"\npush_served_bytes %" PRIu64 "\n", files, spans, bytes, served);
+			"\npush_served_bytes %" PRIu64 "\n", ps.files, ps.spans, ps.bytes, ps.served);
+		/* ranges push_served visited, against all it would have scanned */
+		fprintf(f, "push_served_calls %" PRIu64 "\npush_served_visits %" PRIu64
+			"\npush_served_queued %" PRIu64 "\n", ps.served_calls, ps.served_visits,
+			ps.served_queued);
 	}
 	cairn_ns_usage(cf->ns, &u);
 	fprintf(f, "ns_nodes %" PRIu64 "\nns_refs %" PRIu64 "\nns_copy_ups %" PRIu64
@@ -215,6 +219,20 @@ static void *sig_main(void *arg)
 			cairn_bdev_fault_set(cairn_stack_fault_dev(st->cf->stack), NULL);
 	}
 	return NULL;
+}
+
+/* Started once the daemon is set up and stopped before it is torn down, so
+ * write_stats never meets a field being written or freed. 1 if it runs. */
+static int sig_thread_start(struct sig_thread *st)
+{
+	return pthread_create(&st->tid, NULL, sig_main, st) == 0;
+}
+
+static void sig_thread_stop(struct sig_thread *st)
+{
+	__atomic_store_n(&st->quit, 1, __ATOMIC_RELEASE);
+	pthread_kill(st->tid, SIGUSR1);
+	pthread_join(st->tid, NULL);
 }
 
 /* The bdi read-ahead for this mount, in KiB; -1 keeps the kernel's default. A
@@ -992,8 +1010,6 @@ int daemon_mount(const struct mount_opts *o)
 		cf.to_syslog = 1;
 	}
 	notify_fd = -1;
-	if (pthread_create(&sig.tid, NULL, sig_main, &sig) == 0)
-		have_sig = 1;
 	if (pthread_create(&bdi, NULL, bdi_main, &cf) == 0)
 		have_bdi = 1;
 	/* Not while tracing for mkfs --order: that trace must see all the program's
@@ -1003,10 +1019,16 @@ int daemon_mount(const struct mount_opts *o)
 	cf.compressed = cf.img && image_compressed(cf.img);
 	if (!o->trace_file && cf.img && push_start(&cf, &cf.push))
 		errf("%s: %s", o->mountpoint, "cannot start the page-cache push; reads cost more");
+	/* Only now: write_stats reads what the setup above writes (cf.push), and
+	 * a SIGUSR1 sent before stays pending until the thread takes it. */
+	have_sig = sig_thread_start(&sig);
 
 	rc = serve(&cf, o);
 	ret = rc < 0 ? 1 : 0;
 out:
+	/* First: a SIGUSR1 now would race the last write_stats and push_stop. */
+	if (have_sig)
+		sig_thread_stop(&sig);
 	if (mounted) {
 		push_halt(cf.push); /* it writes to the channel unmount closes */
 		fuse_session_unmount(cf.se);
@@ -1023,11 +1045,6 @@ out:
 		pthread_cond_broadcast(&cf.init_cond);
 		pthread_mutex_unlock(&cf.init_lock);
 		pthread_join(bdi, NULL);
-	}
-	if (have_sig) {
-		__atomic_store_n(&sig.quit, 1, __ATOMIC_RELEASE);
-		pthread_kill(sig.tid, SIGUSR1);
-		pthread_join(sig.tid, NULL);
 	}
 	if (cf.se)
 		fuse_session_destroy(cf.se);

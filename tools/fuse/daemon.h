@@ -95,6 +95,9 @@ int push_start(struct daemon *cf, struct push **out);
 /* Queues the hot ranges of node (an image file, image inode image_ino) once per
  * inode; called before the reply that tells the kernel of the node. */
 void push_file(struct push *p, uint64_t node, uint64_t image_ino);
+/* The kernel forgot an inode of image file image_ino, and its pages with it: the
+ * next push_file of that file queues it again. */
+void push_forgotten(struct push *p, uint64_t image_ino);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
  * chunk a read just decompressed, or of an uncompressed segment a random read
  * just fetched (cairn_ns_chunk_span), stored after hot ranges and then delivered
@@ -107,8 +110,13 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi);
  * kernel's page cache, so queued ranges drop them (storing them again cost the
  * daemon's system time, not the program's) and their chunks are delivered. */
 void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len);
-void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes,
-		 uint64_t *served);
+struct push_stats {
+	uint64_t files, spans, bytes, served; /* queued files and rests, pushed, read first */
+	/* push_served: calls, the queued ranges they visited (their file's), and
+	 * the ranges queued at each call summed (what a scan of all would visit) */
+	uint64_t served_calls, served_visits, served_queued;
+};
+void push_counts(struct push *p, struct push_stats *out);
 void push_halt(struct push *p);
 void push_stop(struct push *p);
 

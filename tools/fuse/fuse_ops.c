@@ -137,19 +137,30 @@ static void daemon_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, rc, &e);
 }
 
+/* A FORGET: the kernel evicted the inode (it sends one only then, with every
+ * lookup it counted), so a pushed file's pages are gone too: let the push store
+ * them again when the file is looked up next. Asked while the node is ours. */
+static void forget_node(struct daemon *cf, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct cairn_ns_entry e;
+
+	if (cf->push && cairn_ns_getattr(cf->ns, ino, &e) == 0 && S_ISREG(e.st.mode) &&
+	    (e.flags & CAIRN_NS_E_IMMUTABLE))
+		push_forgotten(cf->push, e.st.ino);
+	cairn_ns_forget(cf->ns, ino, nlookup);
+}
+
 static void daemon_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	cairn_ns_forget(ctx_of(req)->ns, ino, nlookup);
+	forget_node(ctx_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void daemon_forget_multi(fuse_req_t req, size_t count,
 				    struct fuse_forget_data *forgets)
 {
-	struct cairn_ns *ns = ctx_of(req)->ns;
-
 	for (size_t i = 0; i < count; i++)
-		cairn_ns_forget(ns, forgets[i].ino, forgets[i].nlookup);
+		forget_node(ctx_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 

@@ -21,6 +21,13 @@
  * If the kernel has dropped the inode meanwhile, notify_store says -ENOENT and the
  * push of that file ends.
  *
+ * A file is queued once, but again after the kernel forgets its inode
+ * (push_forgotten): an evicted inode's pages went with it (memory pressure,
+ * drop_caches), and the lean caches dropped theirs once pushed, so without a
+ * second push the next run reads the hot data back through the mount's small
+ * read-ahead, one segment per request: 443 ms for a Java Hello whose cold start
+ * took 64 ms (docs/bench/zerocopy.md).
+ *
  * Compressed images: a read of part of a compressed chunk decompresses all of
  * it, so the rest of the chunk is queued too (push_span), after hot ranges,
  * and marked delivered once stored (the chunk cache then drops it). It is
@@ -57,6 +64,18 @@ struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
 	unsigned tries;           /* notify_store said the kernel has no such inode */
 	int deliver;              /* a chunk's or segment's rest: pushed only while cached */
+	size_t at;                /* queued (heap_push made it): where it is in the heap */
+};
+
+/* A node's queued hot ranges, sorted by file_off, so push_served finds those a
+ * READ meets by binary search (n 0: none now; the slot is reused, or dropped
+ * when the table grows). Chunk and segment rests are not cut: not listed. */
+struct node_ranges {
+	uint64_t node;            /* 0: free slot */
+	struct push_range **v;
+	size_t n, cap;
+	uint64_t max_len;         /* the longest listed so far: how far back one may reach */
+	int overlap;              /* two listed ranges overlapped (a hand-made profile) */
 };
 
 /* Chunk (or segment) pushes queued or running at most; the reads that come in
@@ -67,17 +86,17 @@ struct push {
 	struct daemon *cf;
 	pthread_mutex_t lock;     /* guards the fields below, but tid and buf */
 	pthread_cond_t cond;
-	struct push_range *heap;  /* min-heap on pos: first read first */
+	struct push_range **heap; /* min-heap on pos: first read first */
 	size_t n, cap;
+	struct node_ranges *nodes; /* open-addressed on node: every queued range */
+	size_t nodes_mask, nodes_used;
 	uint64_t *seen;           /* open-addressed set of image inodes queued once */
 	size_t seen_mask, seen_count;
 	int stop;
 	int joined;               /* the thread has ended (push_halt) */
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, mmap'd, the thread's alone */
-	uint64_t files, bytes;    /* queued files, pushed bytes (under lock) */
-	uint64_t spans;           /* chunk and segment rests queued (under lock) */
-	uint64_t served;          /* queued bytes the program read first (push_served) */
+	struct push_stats st;     /* counters (under lock) */
 	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
 	unsigned spans_n;
 };
@@ -119,32 +138,197 @@ static int seen_add(struct push *p, uint64_t ino)
 	return 1;
 }
 
-/* ---- the queue: a binary min-heap on pos (lock held) ---- */
-
-static void heap_swap(struct push_range *h, size_t a, size_t b)
+/* Takes ino out of the seen set (backward-shift deletion, so that the probe
+ * runs of the others stay unbroken); nothing if it is not there. */
+static void seen_del(struct push *p, uint64_t ino)
 {
-	struct push_range t = h[a];
+	size_t mask = p->seen_mask, i, j;
+
+	if (!p->seen)
+		return;
+	for (i = hash_ino(ino) & mask; p->seen[i] && p->seen[i] != ino; i = (i + 1) & mask)
+		;
+	if (!p->seen[i])
+		return;
+	for (j = (i + 1) & mask; p->seen[j]; j = (j + 1) & mask) {
+		size_t home = hash_ino(p->seen[j]) & mask;
+
+		/* seen[j] may fill the gap at i unless its home lies in (i, j]. */
+		if (i < j ? (home <= i || home > j) : (home <= i && home > j)) {
+			p->seen[i] = p->seen[j];
+			i = j;
+		}
+	}
+	p->seen[i] = 0;
+	p->seen_count--;
+}
+
+/* ---- the queue: a binary min-heap on pos (lock held) ----
+ *
+ * The ranges are allocated one by one and the heap holds pointers to them;
+ * each also hangs in its node's list (p->nodes), so a READ's push_served
+ * visits only that file's queued ranges: it scanned the whole heap, thousands
+ * of ranges for a Java start, under the lock the pushing thread takes. */
+
+/* Lock held: the slot of node in p->nodes at i, or where it would go. */
+static size_t node_probe(const struct push *p, uint64_t node)
+{
+	size_t i = hash_ino(node) & p->nodes_mask;
+
+	while (p->nodes[i].node && p->nodes[i].node != node)
+		i = (i + 1) & p->nodes_mask;
+	return i;
+}
+
+/* Doubles p->nodes, dropping the slots of nodes with nothing queued. */
+static int nodes_grow(struct push *p)
+{
+	size_t nmask = p->nodes_mask ? 2 * p->nodes_mask + 1 : 63;
+	struct node_ranges *old = p->nodes;
+	size_t omask = p->nodes_mask;
+
+	p->nodes = calloc(nmask + 1, sizeof(*p->nodes));
+	if (!p->nodes) {
+		p->nodes = old;
+		return -ENOMEM;
+	}
+	p->nodes_mask = nmask;
+	p->nodes_used = 0;
+	for (size_t j = 0; old && j <= omask; j++) {
+		if (!old[j].n) { /* nothing queued: dropped */
+			free(old[j].v);
+			continue;
+		}
+		p->nodes[node_probe(p, old[j].node)] = old[j];
+		p->nodes_used++;
+	}
+	free(old);
+	return 0;
+}
+
+/* The slot of node in p->nodes, or NULL when absent (create: made, NULL only
+ * without memory). A node that is there never moves but when one is made:
+ * push_served holds a slot while it queues a split's tail of the same node. */
+static struct node_ranges *node_slot(struct push *p, uint64_t node, int create)
+{
+	size_t i;
+
+	if (p->nodes) {
+		i = node_probe(p, node);
+		if (p->nodes[i].node || !create)
+			return p->nodes[i].node ? &p->nodes[i] : NULL;
+	}
+	if (!create)
+		return NULL;
+	if (2 * (p->nodes_used + 1) > p->nodes_mask + 1 && nodes_grow(p))
+		return NULL;
+	i = node_probe(p, node);
+	p->nodes[i].node = node;
+	p->nodes_used++;
+	return &p->nodes[i];
+}
+
+/* Doubles an array of range pointers (to first when empty). */
+static int ptrs_grow(struct push_range ***v, size_t *cap, size_t first)
+{
+	size_t ncap = *cap ? 2 * *cap : first;
+	struct push_range **n = realloc(*v, ncap * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	*v = n;
+	*cap = ncap;
+	return 0;
+}
+
+/* The first of nr's ranges with file_off >= off. */
+static size_t node_lower(const struct node_ranges *nr, uint64_t off)
+{
+	size_t lo = 0, hi = nr->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (nr->v[mid]->file_off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int node_add(struct push *p, struct push_range *q)
+{
+	struct node_ranges *nr = node_slot(p, q->node, 1);
+	size_t i;
+
+	if (!nr)
+		return -ENOMEM;
+	if (nr->n == nr->cap && ptrs_grow(&nr->v, &nr->cap, 8))
+		return -ENOMEM;
+	i = node_lower(nr, q->file_off);
+	/* Hot ranges of a file come apart, and a cut keeps them so: then only the
+	 * range before a READ's first page can reach into it. */
+	if ((i && nr->v[i - 1]->file_off + nr->v[i - 1]->len > q->file_off) ||
+	    (i < nr->n && q->file_off + q->len > nr->v[i]->file_off))
+		nr->overlap = 1;
+	memmove(nr->v + i + 1, nr->v + i, (nr->n - i) * sizeof(*nr->v));
+	nr->v[i] = q;
+	nr->n++;
+	if (q->len > nr->max_len)
+		nr->max_len = q->len;
+	return 0;
+}
+
+static void node_del(struct push *p, const struct push_range *q)
+{
+	struct node_ranges *nr = node_slot(p, q->node, 0);
+	size_t i = nr ? node_lower(nr, q->file_off) : 0;
+
+	if (!nr)
+		return;
+	while (i < nr->n && nr->v[i] != q)
+		i++; /* past others at the same offset */
+	/* Overlapping ranges (a hand-made profile) may have come out of order
+	 * when one was cut: then a plain search. Never left listed once freed. */
+	for (size_t j = 0; i == nr->n && j < nr->n; j++)
+		if (nr->v[j] == q)
+			i = j;
+	if (i == nr->n)
+		return;
+	memmove(nr->v + i, nr->v + i + 1, (nr->n - i - 1) * sizeof(*nr->v));
+	nr->n--;
+}
+
+static void heap_swap(struct push_range **h, size_t a, size_t b)
+{
+	struct push_range *t = h[a];
 
 	h[a] = h[b];
 	h[b] = t;
+	h[a]->at = a;
+	h[b]->at = b;
 }
 
 static int heap_push(struct push *p, const struct push_range *r)
 {
+	struct push_range *q;
 	size_t i;
 
-	if (p->n == p->cap) {
-		size_t ncap = p->cap ? 2 * p->cap : 64;
-		struct push_range *h = realloc(p->heap, ncap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		p->heap = h;
-		p->cap = ncap;
+	if (p->n == p->cap && ptrs_grow(&p->heap, &p->cap, 64))
+		return -ENOMEM;
+	q = malloc(sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	*q = *r;
+	if (!q->deliver && node_add(p, q)) {
+		free(q);
+		return -ENOMEM;
 	}
 	i = p->n++;
-	p->heap[i] = *r;
-	while (i && p->heap[(i - 1) / 2].pos > p->heap[i].pos) {
+	p->heap[i] = q;
+	q->at = i;
+	while (i && p->heap[(i - 1) / 2]->pos > p->heap[i]->pos) {
 		heap_swap(p->heap, i, (i - 1) / 2);
 		i = (i - 1) / 2;
 	}
@@ -153,16 +337,22 @@ static int heap_push(struct push *p, const struct push_range *r)
 
 static struct push_range heap_pop(struct push *p)
 {
-	struct push_range top = p->heap[0];
+	struct push_range *q = p->heap[0], top = *q;
 	size_t i = 0;
 
-	p->heap[0] = p->heap[--p->n];
+	if (!q->deliver)
+		node_del(p, q);
+	free(q);
+	if (!--p->n)
+		return top;
+	p->heap[0] = p->heap[p->n];
+	p->heap[0]->at = 0;
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
 
-		if (l < p->n && p->heap[l].pos < p->heap[m].pos)
+		if (l < p->n && p->heap[l]->pos < p->heap[m]->pos)
 			m = l;
-		if (r < p->n && p->heap[r].pos < p->heap[m].pos)
+		if (r < p->n && p->heap[r]->pos < p->heap[m]->pos)
 			m = r;
 		if (m == i)
 			return top;
@@ -192,7 +382,8 @@ static int collect_range(void *ctx, uint64_t file_off, uint64_t pos, uint64_t le
 		f->v = v;
 		f->cap = ncap;
 	}
-	f->v[f->n++] = (struct push_range){ pos, file_off, len, f->node, 0, 0 };
+	f->v[f->n++] = (struct push_range){ .pos = pos, .file_off = file_off, .len = len,
+					       .node = f->node };
 	return 0;
 }
 
@@ -210,12 +401,21 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino)
 		if (!p->stop && seen_add(p, image_ino) == 1) {
 			for (size_t i = 0; i < f.n && heap_push(p, &f.v[i]) == 0; i++)
 				cairn_ns_hold(p->cf->ns, node); /* dropped once it is pushed */
-			p->files++;
+			p->st.files++;
 			pthread_cond_signal(&p->cond);
 		}
 		pthread_mutex_unlock(&p->lock);
 	}
 	free(f.v);
+}
+
+void push_forgotten(struct push *p, uint64_t image_ino)
+{
+	if (!p || !image_ino)
+		return;
+	pthread_mutex_lock(&p->lock);
+	seen_del(p, image_ino);
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* Lock held: the slot of chunk push (node, lo) among those on, or spans_n. */
@@ -244,7 +444,8 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 {
 	/* After every hot range: those are what the program reads next, and a
 	 * chunk rest is still pushed once they are done, while it is cached. */
-	struct push_range r = { UINT64_MAX, lo, hi - lo, node, 0, 1 };
+	struct push_range r = { .pos = UINT64_MAX, .file_off = lo, .len = hi - lo, .node = node,
+				.deliver = 1 };
 	int queued = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -255,7 +456,7 @@ void push_span(struct push *p, uint64_t node, uint64_t lo, uint64_t hi)
 		p->spans_on[p->spans_n][0] = node;
 		p->spans_on[p->spans_n][1] = lo;
 		p->spans_n++;
-		p->spans++;
+		p->st.spans++;
 		queued = 1; /* the caller's reference goes with it */
 		pthread_cond_signal(&p->cond);
 	}
@@ -273,14 +474,14 @@ struct cuts {
 	unsigned n;
 };
 
-/* Lock held: cuts the pages [lo, hi) out of queued range h[i] of the same node,
+/* Lock held: cuts the pages [lo, hi) out of queued hot range r of the same node,
  * splitting it when they lie inside (the tail is queued on its own, with a
  * reference of its own), and notes what was cut in c. Each cut is delivered
  * alone: a union of them could cover pages of a range being pushed now, and
  * drop its chunk before the push reads it. */
-static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct cuts *c)
+static void range_cut(struct push *p, struct push_range *r, uint64_t lo, uint64_t hi,
+		      struct cuts *c)
 {
-	struct push_range *r = &p->heap[i];
 	uint64_t beg = r->file_off & ~(uint64_t)(PAGE - 1), end = r->file_off + r->len;
 	uint64_t clo = lo > beg ? lo : beg, chi = hi < end ? hi : end;
 
@@ -288,7 +489,7 @@ static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct
 	 * stored in one piece while cached: cut, its far side would be lost. */
 	if (!r->len || r->deliver || clo >= chi)
 		return;
-	p->served += chi - clo;
+	p->st.served += chi - clo;
 	if (c->n < CUTS_MAX) {
 		c->lo[c->n] = clo;
 		c->hi[c->n++] = chi;
@@ -307,7 +508,7 @@ static void range_cut(struct push *p, size_t i, uint64_t lo, uint64_t hi, struct
 		tail.file_off = chi;
 		tail.len = end - chi;
 		r->len = clo - r->file_off;
-		if (heap_push(p, &tail) == 0) /* r may have moved */
+		if (heap_push(p, &tail) == 0) /* listed right after r */
 			cairn_ns_hold(p->cf->ns, tail.node);
 	}
 }
@@ -318,13 +519,32 @@ void push_served(struct push *p, uint64_t node, uint64_t off, uint64_t len)
 	uint64_t lo = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
 	uint64_t hi = (off + len) & ~(uint64_t)(PAGE - 1);
 	struct cuts c = { .n = 0 };
+	struct node_ranges *nr;
 
 	if (!p || lo >= hi)
 		return;
 	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0, n = p->n; i < n; i++) /* a split's tail, at the end, is left */
-		if (p->heap[i].node == node)
-			range_cut(p, i, lo, hi, &c);
+	p->st.served_calls++;
+	p->st.served_queued += p->n;
+	nr = node_slot(p, node, 0);
+	if (nr && nr->n) {
+		/* Back from the first at or past lo to the one before it (apart),
+		 * or as far as the longest could reach (overlapping); then on while
+		 * they start before hi (a split's tail, listed next, starts at hi:
+		 * the walk ends there). Cutting keeps the order: a range only loses
+		 * pages at its ends, or splits in place. */
+		size_t i = node_lower(nr, lo);
+		uint64_t reach = lo > nr->max_len + PAGE ? lo - nr->max_len - PAGE : 0;
+
+		if (!nr->overlap && i)
+			i--;
+		while (nr->overlap && i && nr->v[i - 1]->file_off >= reach)
+			i--;
+		for (; i < nr->n && nr->v[i]->file_off < hi; i++) {
+			p->st.served_visits++;
+			range_cut(p, nr->v[i], lo, hi, &c);
+		}
+	}
 	pthread_mutex_unlock(&p->lock);
 	/* The push kept those pages' chunks for itself; the kernel has them now. */
 	for (unsigned k = 0; k < c.n; k++)
@@ -349,6 +569,84 @@ static void push_retry_wait(unsigned tries)
 	nanosleep(&t, NULL);
 }
 
+/* Stores len bytes at file offset off of r's node into the kernel's page cache;
+ * 0, or notify_store's error once it is no use trying again. */
+static int store(struct push *p, struct push_range *r, uint64_t off, void *mem, size_t len)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+
+	bv.buf[0].mem = mem;
+	for (;;) {
+		int rc = fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0);
+
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOENT || ++r->tries >= PUSH_TRIES)
+			return rc;
+		push_retry_wait(r->tries - 1);
+	}
+}
+
+/* A push piece lent by the caches (cairn_ns_read_iov): stored one iovec per
+ * notify_store, no copy (libfuse copies a store of several buffers into one).
+ * The kernel marks a page up to date only when one store fills it, so pieces
+ * that do not meet at page boundaries are copied together first. */
+struct lent_piece {
+	struct push *p;
+	struct push_range *r;
+	uint64_t off;
+	size_t got;
+};
+
+static int store_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent_piece *lp = ctx;
+	uint64_t pos = lp->off;
+	int aligned = 1, rc = 0;
+
+	if (!total) /* at or past EOF: nothing to store */
+		return 0;
+	for (int i = 0; i + 1 < iovcnt && aligned; i++) {
+		pos += iov[i].iov_len;
+		aligned = pos % PAGE == 0;
+	}
+	if (!aligned) {
+		if (total > PUSH_CHUNK)
+			return -EINVAL;
+		size_t at = 0;
+
+		for (int i = 0; i < iovcnt; at += iov[i].iov_len, i++)
+			memcpy(lp->p->buf + at, iov[i].iov_base, iov[i].iov_len);
+		rc = store(lp->p, lp->r, lp->off, lp->p->buf, total);
+	} else {
+		pos = lp->off;
+		for (int i = 0; i < iovcnt && !rc; pos += iov[i].iov_len, i++)
+			rc = store(lp->p, lp->r, pos, iov[i].iov_base, iov[i].iov_len);
+	}
+	if (!rc)
+		lp->got = total;
+	return rc;
+}
+
+/* Reads and stores want bytes at off: lent from the caches where they can
+ * lend; a push for a random reader's chunk rest (r->deliver) reads only what
+ * is cached, which lending does not offer, so it is copied. Returns the bytes
+ * stored, 0 if none. */
+static size_t push_read_store(struct push *p, struct push_range *r, uint64_t off, size_t want)
+{
+	struct lent_piece lp = { p, r, off, 0 };
+	ssize_t got;
+
+	if (!r->deliver)
+		return cairn_ns_read_iov(p->cf->ns, r->node, want, off, store_lent, &lp, NULL) ?
+		       0 : lp.got;
+	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
+				  CAIRN_READ_ALONE | CAIRN_READ_CACHED);
+	if (got <= 0 || store(p, r, off, p->buf, (size_t)got))
+		return 0;
+	return (size_t)got;
+}
+
 /* Stores r's next pages, at most PUSH_CHUNK of them, and advances r past them
  * (r->len 0 once it is done). What is left goes back in the queue, so a range
  * queued meanwhile that the program needs sooner goes first. Returns the bytes
@@ -359,27 +657,14 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	uint64_t off = r->file_off & ~(uint64_t)(PAGE - 1);
 	uint64_t end = r->file_off + r->len;
 	size_t want = end - off < PUSH_CHUNK ? (size_t)(end - off) : PUSH_CHUNK;
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
-	ssize_t got;
+	size_t got;
 
 	if (!r->len) /* the program read all of it first (push_served) */
 		return 0;
 	want = (want + PAGE - 1) & ~(size_t)(PAGE - 1); /* whole pages, or to EOF */
-	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
-				  r->deliver ? CAIRN_READ_ALONE | CAIRN_READ_CACHED : 0);
-	if (got <= 0)
+	got = push_read_store(p, r, off, want);
+	if (!got)
 		return 0;
-	bv.buf[0].mem = p->buf;
-	bv.buf[0].size = (size_t)got;
-	for (;;) {
-		int rc = fuse_lowlevel_notify_store(p->cf->se, r->node, off, &bv, 0);
-
-		if (rc == 0)
-			break;
-		if (rc != -ENOENT || ++r->tries >= PUSH_TRIES)
-			return 0;
-		push_retry_wait(r->tries - 1);
-	}
 	/* Stored: the kernel has these pages now, hot ones too, so the caches
 	 * need not hold them for the push any more (a daemon held the 25 MiB hot
 	 * prefix of a Java start long after the push had stored all of it). */
@@ -425,7 +710,7 @@ static void *push_main(void *arg)
 		done = push_piece(p, &r);
 		buf_warm = 1;
 		pthread_mutex_lock(&p->lock);
-		p->bytes += done;
+		p->st.bytes += done;
 		/* A chunk is one piece (at most PUSH_CHUNK), and so is a segment
 		 * unless segment= makes it larger: its rest may then be queued
 		 * again meanwhile, which stores the same bytes twice at worst. */
@@ -467,17 +752,13 @@ int push_start(struct daemon *cf, struct push **out)
 	return 0;
 }
 
-void push_counts(struct push *p, uint64_t *files, uint64_t *spans, uint64_t *bytes,
-		 uint64_t *served)
+void push_counts(struct push *p, struct push_stats *out)
 {
-	*files = *spans = *bytes = *served = 0;
+	memset(out, 0, sizeof(*out));
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	*files = p->files;
-	*spans = p->spans;
-	*bytes = p->bytes;
-	*served = p->served;
+	*out = p->st;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -502,8 +783,13 @@ void push_stop(struct push *p)
 	if (!p)
 		return;
 	push_halt(p);
-	for (size_t i = 0; i < p->n; i++)
-		cairn_ns_forget(p->cf->ns, p->heap[i].node, 1);
+	for (size_t i = 0; i < p->n; i++) {
+		cairn_ns_forget(p->cf->ns, p->heap[i]->node, 1);
+		free(p->heap[i]);
+	}
+	for (size_t i = 0; p->nodes && i <= p->nodes_mask; i++)
+		free(p->nodes[i].v);
+	free(p->nodes);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	free(p->heap);

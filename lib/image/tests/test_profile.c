@@ -441,6 +441,21 @@ static uint64_t read_misses(struct cairn_image *img, cairn_ino_t big, uint64_t o
 	return misses(img) - n;
 }
 
+/* The image at path with the profile text loaded and prefetched (the cache
+ * drained); *big is /big's inode. */
+static struct cairn_image *open_prefetched(const char *path, const struct cairn_cache_config *cc,
+					   const char *text, cairn_ino_t *big)
+{
+	struct cairn_image *img;
+
+	assert_int_equal(t_open_image_with(path, cc, 1, &img), 0);
+	*big = ino_of(img, "/big");
+	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
+	cairn_image_prefetch_hot(img);
+	cairn_cache_drain(cairn_image_cache(img));
+	return img;
+}
+
 /* A hole of at most two segments between two ranges of one file is fetched
  * with them (a run reads pages next to the traced run's); a longer one is not.
  * The hole is no range's: it is neither kept nor pushed as one. */
@@ -453,20 +468,35 @@ static void test_fills_holes(void **state)
 	 * neither hole joins a run: a run takes gaps no larger than its wanted part. */
 	const char *text = "/big 100000 4096\n/big 254952 4096\n/big 1000000 4096\n";
 	struct ranges r = { .n = 0 };
-	struct cairn_image *img;
 	cairn_ino_t big;
+	struct cairn_image *img = open_prefetched(fx->img, &cc, text, &big);
 
-	assert_int_equal(t_open_image_with(fx->img, &cc, 1, &img), 0);
-	big = ino_of(img, "/big");
-	assert_int_equal(cairn_image_profile_load(img, text, strlen(text), NULL), 0);
-	cairn_image_prefetch_hot(img);
-	cairn_cache_drain(cairn_image_cache(img));
 	assert_int_equal(cairn_image_hot_ranges(img, big, collect, &r), 0);
 	assert_int_equal(r.n, 3);
 	/* first, before a stream of reads makes the cache read ahead */
 	assert_true(read_misses(img, big, 500000, 4096) > 0);
 	assert_int_equal(read_misses(img, big, 122880, 65536), 0);
 	assert_int_equal(read_misses(img, big, 188416, 65536), 0);
+	cairn_image_close(img);
+}
+
+/* With segments smaller than 128 KiB the holes are still counted in 128 KiB:
+ * the pages a run reads beside the traced ones come in the kernel's read-ahead
+ * windows, whatever the segment. */
+static void test_fills_holes_small_segments(void **state)
+{
+	struct fixture *fx = *state;
+	struct cairn_cache_config cc = { .segment_size = 32768 };
+	/* /big starts 8 KiB into a 64 KiB segment: ranges in 32 KiB segments 3 and
+	 * 7, a hole of 3 whole segments (4 to 6), more than FILL_SEGS of 32 KiB but
+	 * none of 128 KiB; then one of 23 segments (8 to 30), too long either way. */
+	const char *text = "/big 100000 4096\n/big 230000 4096\n/big 1000000 4096\n";
+	cairn_ino_t big;
+	struct cairn_image *img = open_prefetched(fx->img, &cc, text, &big);
+
+	assert_true(read_misses(img, big, 500000, 4096) > 0);
+	assert_int_equal(read_misses(img, big, 131072 - 8192, 32768), 0);
+	assert_int_equal(read_misses(img, big, 196608 - 8192, 32768), 0);
 	cairn_image_close(img);
 }
 
@@ -783,6 +813,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_meta_batched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profile_mount_lean, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fills_holes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fills_holes_small_segments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_profile_is_local, setup, teardown),
 	};
 

@@ -17,12 +17,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <xxhash.h>
 #include "format/disk.h" /* on-disk structures (private) */
+#include <cairn/cache.h>
 #include <cairn/image.h>
 #include <cairn/mkfs.h>
 #include "util/tests/open_image.h"
@@ -538,6 +540,74 @@ static void test_hot_ranges(void **state)
 	cairn_image_close(img);
 }
 
+/* The bytes a pinned read was lent, joined, and how many iovecs they came in. */
+struct lent_copy {
+	char buf[131072];
+	size_t total;
+	int iovcnt;
+};
+
+static int copy_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t total)
+{
+	struct lent_copy *l = ctx;
+	size_t at = 0;
+
+	assert_true(total <= sizeof(l->buf));
+	for (int i = 0; i < iovcnt; at += iov[i].iov_len, i++)
+		memcpy(l->buf + at, iov[i].iov_base, iov[i].iov_len);
+	assert_true(at == total);
+	l->total = total;
+	l->iovcnt = iovcnt;
+	return 0;
+}
+
+/* An extent-mapped file (split by --order into a hot range and the rest) is
+ * lent from the segment cache for a read inside one extent, right and counted
+ * in lent_bytes; a read across two extents says copy. */
+static void test_read_pinned_extents(void **state)
+{
+	static struct lent_copy l;
+	static char want[131072];
+	struct cairn_cache_stats st;
+	struct cairn_mkfs_opts o;
+	struct cairn_image *img;
+	char order[1024], path[1024];
+	cairn_ino_t ino;
+
+	pathf(order, sizeof(order), "hotpin.txt");
+	FILE *f = fopen(order, "w");
+	fprintf(f, "/big-other 1048576 65536\n");
+	fclose(f);
+	cairn_mkfs_opts_init(&o);
+	o.order_file = order;
+	assert_int_equal(build("hotpin.cairn", &o, "src"), 0);
+	pathf(path, sizeof(path), "hotpin.cairn");
+	assert_int_equal(t_open_image(path, &img), 0);
+	assert_int_equal(cairn_image_lookup(img, cairn_image_root(img), "big-other", 9, &ino), 0);
+
+	/* The hot range, then a cold piece after it: each inside one extent. */
+	const uint64_t offs[2] = { 1048576, 1048576 + 65536 + 8192 };
+	for (int k = 0; k < 2; k++) {
+		memset(&l, 0, sizeof(l));
+		assert_int_equal(cairn_image_read(img, ino, want, 65536, offs[k]), 65536);
+		assert_int_equal(cairn_image_read_pinned(img, ino, 65536, offs[k], copy_lent, &l), 0);
+		assert_true(l.total == 65536 && l.iovcnt >= 1);
+		assert_memory_equal(l.buf, want, 65536);
+	}
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	assert_true(st.lent_bytes == 2 * 65536);
+
+	/* Across the hot range's end: two extents, copied. */
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(cairn_image_read_pinned(img, ino, 8192, 1048576 + 65536 - 4096, copy_lent,
+						 &l),
+			 CAIRN_CACHE_COPY);
+	assert_int_equal(l.total, 0);
+	cairn_cache_get_stats(cairn_image_cache(img), &st);
+	assert_true(st.lent_bytes == 2 * 65536);
+	cairn_image_close(img);
+}
+
 static void test_manifest_build(void **state)
 {
 	char man[1024], img[1024];
@@ -925,6 +995,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reproducible, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hot_ranges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_pinned_extents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_build, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep, setup, teardown),

@@ -2,7 +2,9 @@
 /* RAM fs file data: holes, truncate, punch, SEEK_DATA/HOLE, fallocate, st_blocks,
  * O_APPEND, zero-copy reads, growth without copying. */
 #include <linux/falloc.h>
+#include <stdio.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include "helpers.h"
 
 #define CS 4096
@@ -313,6 +315,59 @@ static void test_pool_reuse_zeroed(void **state)
 	cairn_ramfs_free(fs);
 }
 
+/* Resident bytes of this process (/proc/self/statm). */
+static uint64_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Freed chunks beyond the pool leave RSS at once: 64 MiB written and
+ * truncated away leaves at most the 1 MiB pool (and some slack) resident.
+ * MADV_FREE left all 64 MiB counted until memory ran short. */
+static void test_freed_beyond_pool_not_resident(void **state)
+{
+	struct cairn_ramfs_config cfg = { .pool_bytes = 1u << 20 };
+	struct cairn_setattr sa = { .valid = CAIRN_SET_SIZE, .size = 0 };
+	const size_t len = 64u << 20, step = 1u << 20;
+	struct cairn_ramfs *fs;
+	char *buf = malloc(step);
+	uint64_t before, full, after;
+	cairn_ino_t a;
+
+	(void)state;
+	assert_non_null(buf);
+	memset(buf, 'r', step);
+	assert_int_equal(cairn_ramfs_new(&cfg, &fs), 0);
+	a = t_file(fs, cairn_ramfs_root(fs), "a", 0644);
+	before = rss_bytes();
+	for (size_t off = 0; off < len; off += step)
+		t_write(fs, a, buf, step, off);
+	full = rss_bytes();
+	assert_true(full >= before + len / 2); /* the pages were there */
+	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
+	after = rss_bytes();
+	/* A quarter: the pool, slack, and under AddressSanitizer the shadow of
+	 * the poisoned chunks (an eighth of their bytes). */
+	if (after > before + len / 4)
+		fail_msg("RSS %llu MiB above the start after freeing (%llu MiB full)",
+			 (unsigned long long)((after - before) >> 20),
+			 (unsigned long long)((full - before) >> 20));
+	/* The chunks given back are reused, zeroed where not written. */
+	t_write(fs, a, "s", 1, len - 1);
+	assert_int_equal(cairn_ramfs_read(fs, a, buf, step, len - step), step);
+	for (size_t i = 0; i + 1 < step; i++)
+		assert_int_equal(buf[i], 0);
+	assert_int_equal(buf[step - 1], 's');
+	free(buf);
+	cairn_ramfs_free(fs);
+}
+
 static void test_chunk_sizes(void **state)
 {
 	static const size_t sizes[] = { 4096, 16384, 65536 };
@@ -356,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_append_atomic_and_no_copy),
 		cmocka_unit_test(test_read_iov),
 		cmocka_unit_test(test_pool_reuse_zeroed),
+		cmocka_unit_test(test_freed_beyond_pool_not_resident),
 		cmocka_unit_test(test_chunk_sizes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
