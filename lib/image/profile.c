@@ -533,9 +533,9 @@ static int add_dev(void *ctx, uint64_t file_off, uint64_t disk_off, uint64_t len
  * input, another JIT decision), each a demand miss once the vectors are in. A
  * hole between two ranges of one file that costs at most FILL_SEGS whole
  * segments (of at least FILL_UNIT_MIN bytes) of its own is fetched with them,
- * ranked as the later-needed of the two: a shipped profile's remote Java Hello took 14 requests against 17, for
- * 2 % more bytes (docs/bench/remote13.md). Only within
- * one file: between files a hole is other files' data, which a scattered
+ * ranked as the later-needed of the two: a shipped profile's remote Java Hello
+ * took 14 requests against 17, for 2 % more bytes (docs/bench/remote13.md).
+ * Only within one file: between files a hole is other files' data, which a scattered
  * profile (tests/mount/remote_vecread.sh) must not fetch. The holes go to the
  * cache's list beside the pieces, not into the profile: its pieces are what
  * the push stores and a saved profile writes, and its intervals are what the
