@@ -101,7 +101,10 @@ print(img.index(data[2000000:2004096]) + 1000)
 PY
 ) || fail "big.bin's bytes not found in the image"
 cp "$NET/www/img.cairn" "$NET/www/bad-data.cairn"
-printf '\377' | dd of="$NET/www/bad-data.cairn" bs=1 seek="$off" conv=notrunc 2>/dev/null
+# Every bit of the byte inverted: writing a fixed byte left one image in 256
+# unchanged (big.bin is random), and cat then rightly served it.
+python3 -c 'import sys; f = open(sys.argv[1], "r+b"); o = int(sys.argv[2]); f.seek(o); b = f.read(1)
+f.seek(o); f.write(bytes([b[0] ^ 255]))' "$NET/www/bad-data.cairn" "$off" || fail "flip at $off"
 BURL=http://127.0.0.1:$web_PORT/bad-data.cairn
 bounded "$CAIRN" cat --digest "$root" "$BURL" /big.bin > "$NET/bad.out" 2>"$NET/bad.err" &&
   fail "a tampered data byte was served with success"
