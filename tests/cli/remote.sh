@@ -126,6 +126,8 @@ if command -v openssl >/dev/null 2>&1; then
   TURL=https://127.0.0.1:$tls_PORT/img.cairn
   bounded "$CAIRN" info "$TURL" 2>"$NET/err" && fail "an untrusted certificate was accepted"
   grep -qi "certificate" "$NET/err" || fail "certificate refusal not named: $(cat "$NET/err")"
+  grep -q "the cacert option names a CA file to trust, insecure skips the check" "$NET/err" ||
+    fail "the refusal does not say how to trust the certificate: $(cat "$NET/err")"
   bounded "$CAIRN" cat --cacert "$NET/tls/cert.pem" --stats "$TURL" /big.bin 2>"$NET/stats" |
     cmp - "$src/big.bin" || fail "cat over TLS with --cacert"
   grep -q "HTTP/2$" "$NET/stats" || fail "TLS did not use HTTP/2: $(cat "$NET/stats")"
