@@ -492,6 +492,13 @@ static int plan_make(const struct cairn_stack_opts *o, const struct cairn_fault_
 	TAKE(p->qcow2, o, qcow2);
 	TAKE(p->verify, o, verify);
 	plan_remote(p, HAS(o, remote) ? o->remote : NULL);
+	/* Said without cache_dir they did nothing, silently: the user meant a
+	 * bounded cache and got none. */
+	if (!p->remote.cache_dir && (p->remote.cache_max || p->remote.cache_chunk)) {
+		snprintf(why, why_len, "cache_max and cache_chunk bound a disk cache: "
+			 "give cache_dir too");
+		return -EINVAL;
+	}
 	if (HAS(o, offset))
 		p->offset = o->offset;
 	if (HAS(o, file_flags))

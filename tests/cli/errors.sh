@@ -120,6 +120,14 @@ for u in ftp://host/img.cairn file://$work/img gs://bucket/img; do
   [ "$(cat "$work/err")" = "cairn info: $u: No such file or directory: not a URL cairn reads (http://, https://, s3://BUCKET/KEY)" ] ||
     fail "info $u: $(cat "$work/err")"
 done
+# A bound of a disk cache without the cache is refused, not ignored.
+for o in "--cache-max 1M" "--cache-chunk 64K"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" cat $o "$work/img" /a >"$work/out" 2>"$work/err" && fail "cat $o without --cache-dir"
+  [ "$(cat "$work/err")" = "cairn cat: $work/img: cache_max and cache_chunk bound a disk cache: give cache_dir too" ] ||
+    fail "cat $o without --cache-dir: $(cat "$work/err")"
+  [ -s "$work/out" ] && fail "cat $o without --cache-dir printed $(cat "$work/out")"
+done
 "$CAIRN" info "$work/none" 2>"$work/err"
 [ "$(cat "$work/err")" = "cairn info: $work/none: No such file or directory" ] ||
   fail "info of a missing file: $(cat "$work/err")"
