@@ -1,6 +1,7 @@
 #!/bin/sh
 # The long differential run (minutes): tests/mount/difftest.sh over many seeds
-# and more ops per seed, on --empty, tmp= and the overlay. Root, /dev/fuse.
+# and more ops per seed, on --empty, tmp=, the overlay and the overlay with -o
+# writeback over a compressed image. Root, /dev/fuse.
 #   tests/difftest-long.sh [FIRST [COUNT [OPS]]]    (default 1 200 3000)
 # Build first (make). On a mismatch it prints the seed, the op index, what
 # differed and the op log; rerun one seed with

@@ -937,6 +937,11 @@ static int probe(struct http_bdev *h, const struct cairn_http_config *cfg)
 		atomic_fetch_add(&h->failovers, oi != 0);
 		return 0;
 	}
+	/* Say how to trust it, as curl does: a self-signed test server is the
+	 * first https:// many users try. */
+	if (rc == CURLE_PEER_FAILED_VERIFICATION && !h->cacert)
+		return report(cfg, -EIO, "%s: %s (not trusted: the cacert option "
+			      "names a CA file to trust, insecure skips the check)", o->url, err[0] ? err : lc.easy_strerror(rc));
 	if (rc != CURLE_OK)
 		return report(cfg, -EIO, "%s: %s", o->url, err[0] ? err : lc.easy_strerror(rc));
 	if (x.status == 200 && x.filled)

@@ -16,6 +16,7 @@
  * any other read. verify sits right under the cache (over a disk cache or http
  * device): bytes are checked once, as they enter the cache.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <libgen.h>
@@ -291,6 +292,16 @@ fail:
 	return rc;
 }
 
+/* Does a path that names no file look like a URL of a scheme cairn does not
+ * read (ftp://, file://, gs://, a misspelt one)? Then saying so beats a bare
+ * "No such file or directory". */
+static int looks_like_url(const char *path)
+{
+	size_t n = strspn(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+
+	return n && isalpha((unsigned char)path[0]) && !strncmp(path + n, "://", 3);
+}
+
 static int build_stack(const char *path, const struct plan *o, char *why,
 		       size_t why_len, struct cairn_bdev **out, struct cairn_bdev **stats,
 		       struct cairn_bdev **fault)
@@ -303,6 +314,9 @@ static int build_stack(const char *path, const struct plan *o, char *why,
 	rc = cairn_bdev_file_open(path, o->file_flags, &dev);
 	if (rc == -EINVAL && (kind = util_unreadable_kind(path)))
 		snprintf(why, why_len, "not a cairn image: %s is %s", path, kind);
+	if (rc == -ENOENT && looks_like_url(path))
+		snprintf(why, why_len, "not a URL cairn reads (http://, https://, "
+			 "s3://BUCKET/KEY)");
 	if (rc < 0)
 		return rc; /* otherwise the errno says it all (ENOENT, EACCES) */
 	if (o->offset && (rc = offset_in(dev, o->offset, why, why_len)) < 0)
@@ -478,6 +492,13 @@ static int plan_make(const struct cairn_stack_opts *o, const struct cairn_fault_
 	TAKE(p->qcow2, o, qcow2);
 	TAKE(p->verify, o, verify);
 	plan_remote(p, HAS(o, remote) ? o->remote : NULL);
+	/* Said without cache_dir they did nothing, silently: the user meant a
+	 * bounded cache and got none. */
+	if (!p->remote.cache_dir && (p->remote.cache_max || p->remote.cache_chunk)) {
+		snprintf(why, why_len, "cache_max and cache_chunk bound a disk cache: "
+			 "give cache_dir too");
+		return -EINVAL;
+	}
 	if (HAS(o, offset))
 		p->offset = o->offset;
 	if (HAS(o, file_flags))

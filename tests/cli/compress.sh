@@ -190,4 +190,17 @@ for d, n, codec in sample:
 print("ok: %d flips in %d chunks (codecs %s) all found by fsck --data" %
       (3 * len(sample), len(sample), sorted(seen)))
 PY
+# Options of compressed images on one that is not: a warning (they did nothing,
+# silently), none with -q, and the image is built.
+for o in "--chunk-size 64K" "--no-compress *.x" "-z none --chunk-size 64K"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" mkfs $o "$work/src" "$work/w.img" >/dev/null 2>"$work/err" || fail "mkfs $o"
+  grep -qx "cairn mkfs: warning: --chunk-size and --no-compress apply to compressed images (-z lz4, lz4hc or zstd); this one is not compressed" \
+    "$work/err" || fail "mkfs $o: $(cat "$work/err")"
+  # shellcheck disable=SC2086
+  "$CAIRN" mkfs -q $o "$work/src" "$work/w.img" 2>"$work/err" || fail "mkfs -q $o"
+  [ -s "$work/err" ] && fail "mkfs -q $o warned: $(cat "$work/err")"
+done
+"$CAIRN" mkfs -z zstd --chunk-size 64K "$work/src" "$work/w.img" 2>"$work/err" >/dev/null &&
+  ! grep -q warning "$work/err" || fail "mkfs -z zstd --chunk-size warned: $(cat "$work/err")"
 echo "compress: all checks passed"

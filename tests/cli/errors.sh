@@ -113,6 +113,24 @@ for args in "info @" "ls $work/img @" "stat $work/img @" "cat $work/img /a @" "m
   [ -s "$work/out" ] && fail "cairn $args (@ empty) printed $(cat "$work/out")"
 done
 echo "ok: a missing argument is one line naming it"
+# A URL of a scheme cairn does not read names no file: say which URLs it reads
+# (it was a bare "No such file or directory"); a missing plain path stays bare.
+for u in ftp://host/img.cairn file://$work/img gs://bucket/img; do
+  "$CAIRN" info "$u" >/dev/null 2>"$work/err" && fail "info $u succeeded"
+  [ "$(cat "$work/err")" = "cairn info: $u: No such file or directory: not a URL cairn reads (http://, https://, s3://BUCKET/KEY)" ] ||
+    fail "info $u: $(cat "$work/err")"
+done
+# A bound of a disk cache without the cache is refused, not ignored.
+for o in "--cache-max 1M" "--cache-chunk 64K"; do
+  # shellcheck disable=SC2086
+  "$CAIRN" cat $o "$work/img" /a >"$work/out" 2>"$work/err" && fail "cat $o without --cache-dir"
+  [ "$(cat "$work/err")" = "cairn cat: $work/img: cache_max and cache_chunk bound a disk cache: give cache_dir too" ] ||
+    fail "cat $o without --cache-dir: $(cat "$work/err")"
+  [ -s "$work/out" ] && fail "cat $o without --cache-dir printed $(cat "$work/out")"
+done
+"$CAIRN" info "$work/none" 2>"$work/err"
+[ "$(cat "$work/err")" = "cairn info: $work/none: No such file or directory" ] ||
+  fail "info of a missing file: $(cat "$work/err")"
 
 # A bad option value is named by the command it was given to and the option as
 # written (--digest, --segment and friends said "cairn:"; the remote ones

@@ -3,8 +3,9 @@
 # sequence of system calls in a kernel tmpfs directory (the reference) and in a
 # cairn writable layer side by side, and fails on the first difference in a
 # result, errno, data, stat, listing or open descriptor. A bounded run: a fixed
-# set of seeds on --empty, a tmp= subtree and the overlay (whose reference is a
-# copy of the image's source on tmpfs), and as user nobody on --empty. The long
+# set of seeds on --empty, a tmp= subtree, the overlay (whose reference is a
+# copy of the image's source on tmpfs) and the overlay with -o writeback over a
+# compressed image, and as user nobody on --empty. The long
 # run is tests/difftest-long.sh.
 # DIFFTEST_SEEDS and DIFFTEST_OPS override the seeds and the ops per seed.
 . "$(dirname "$0")/common.inc"
@@ -25,6 +26,7 @@ ln -s d/a "$S/l"
 echo deep > "$S/d/e/a"
 setfattr -n user.a -v lower "$S/a" 2>/dev/null || true
 "$CAIRN" mkfs -q "$S" "$WORK/img" || fail "mkfs"
+"$CAIRN" mkfs -q -z zstd --chunk-size 16K "$S" "$WORK/imgz" || fail "mkfs -z zstd"
 
 # ref [DIR]: a fresh tmpfs reference at $WORK/ref, empty with tmpfs's root (1777
 # root:root, as --empty's) or a copy of DIR, the root's attributes included.
@@ -60,6 +62,14 @@ for seed in $SEEDS; do
   mnt "$WORK/o" -o overlay "$WORK/img" || fail "mount -o overlay"
   run overlay "$WORK/o" -x
   umnt "$WORK/o" || fail "unmount overlay"
+
+  # The write-back cache, over a compressed image: the kernel then keeps sizes
+  # and times (-w allows what that changes, tests/progs/difftest.c), and
+  # copy-up reads compressed chunks.
+  ref "$S"
+  mnt "$WORK/ow" -o overlay,writeback "$WORK/imgz" || fail "mount -o overlay,writeback"
+  run overlay,writeback "$WORK/ow" -x -w
+  umnt "$WORK/ow" || fail "unmount overlay,writeback"
   echo "seed $seed: ok"
 done
 # As user nobody (default_permissions, allow_other): a root-owned tree with a
@@ -83,4 +93,4 @@ if command -v setpriv >/dev/null 2>&1; then
   done
 fi
 umount "$WORK/ref"
-echo "difftest: ok (seeds $SEEDS, $OPS ops each, 3 layers)"
+echo "difftest: ok (seeds $SEEDS, $OPS ops each, 4 layers)"

@@ -55,9 +55,19 @@ rm -f "$WORK/img.cairn.profile"
 # works and every byte is right.
 { sed 's|^/d/|/gone/|' "$WORK/trace"; echo "/lib/big.so 999999999 4096"; echo "/d/f01 0 99999999";
   echo "/d 0 4096"; head -c 3000 /dev/urandom | tr -d '\000'; echo; } > "$WORK/stale"
-mnt "$M" "$WORK/img.cairn" -o "prefetch=$WORK/stale,stats=$WORK/stale.stats" || fail "stale profile refused"
+mnt "$M" "$WORK/img.cairn" -o "prefetch=$WORK/stale,stats=$WORK/stale.stats" 2>"$WORK/stale.err" ||
+  fail "stale profile refused"
 diff -r "$SRC" "$M" || fail "content differs under a stale profile"
 umnt "$M"
+grep -q warning "$WORK/stale.err" && fail "a profile with ranges that match warned: $(cat "$WORK/stale.err")"
+# ... and one of which nothing matches (the wrong file given) mounts too, but
+# says so: it was silent.
+{ sed 's|^/|/gone/|' "$WORK/trace"; echo "/d/f01 999999999 4096"; } > "$WORK/other"
+mnt "$M" "$WORK/img.cairn" -o "prefetch=$WORK/other" 2>"$WORK/other.err" || fail "foreign profile refused"
+diff -r "$SRC" "$M" || fail "content differs under a foreign profile"
+umnt "$M"
+grep -q "^cairn mount: $WORK/other: warning: no range of the profile is in this image (of [0-9]* records, [0-9]* name no file of it and 1 start past its end); nothing is prefetched\$" \
+  "$WORK/other.err" || fail "a profile that matches nothing: $(cat "$WORK/other.err")"
 wait_file "$WORK/stale.stats" || fail "no stats"
 [ "$(key profile_missing "$WORK/stale.stats")" -gt 0 ] || fail "stale paths not counted"
 [ "$(key profile_past_eof "$WORK/stale.stats")" -gt 0 ] || fail "ranges past EOF not counted"

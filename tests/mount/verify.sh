@@ -24,6 +24,7 @@ grep -q "root digest is $root" "$WORK/e" || fail "refusal message: $(cat "$WORK/
 
 data=$("$CAIRN" info --json "$WORK/img" | sed 's/.*"data_off": \([0-9]*\).*/\1/')
 meta=$("$CAIRN" info --json "$WORK/img" | sed 's/.*"meta_off": \([0-9]*\).*/\1/')
+first=$("$CAIRN" stat "$WORK/img" /d/big | sed -n 's/.*data: bytes \([0-9]*\)\.\..*/\1/p')
 i=0; eio=0
 for off in 4100 $((meta + 10)) $((data + 300000)); do
   i=$((i + 1))
@@ -37,9 +38,13 @@ for off in 4100 $((meta + 10)) $((data + 300000)); do
     cmp -s "$WORK/c" "$WORK/src/d/big" || fail "flip at $off: wrong data with success"
   else
     eio=$((eio + 1))
-    # The bad granule is 128 KiB around the flip; the file's first bytes are fine.
-    dd if="$WORK/m$i/d/big" bs=4096 count=1 2>/dev/null | cmp -s - "$WORK/src/d/big" -n 4096 ||
-      fail "flip at $off: the good start of the file does not read"
+    # The bad granule is 128 KiB around the flip; the file's first bytes are
+    # fine unless they share it (a flip in granule 0, which holds the
+    # superblock too, now mounts: block 0 is served from its checked copy).
+    if [ $((off / 131072)) -gt $((first / 131072)) ]; then
+      dd if="$WORK/m$i/d/big" bs=4096 count=1 2>/dev/null | cmp -s - "$WORK/src/d/big" -n 4096 ||
+        fail "flip at $off: the good start of the file does not read"
+    fi
     # Past the bad granule: bytes the cat's readahead brought, checked apart.
     dd if="$WORK/m$i/d/big" bs=4096 skip=145 count=1 2>/dev/null > "$WORK/t1"
     dd if="$WORK/src/d/big" bs=4096 skip=145 count=1 2>/dev/null | cmp -s - "$WORK/t1" ||

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #define CAT_CHUNK (1u << 20)
+#define CAT_PAGE 4096u
 
 static void usage(FILE *f)
 {
@@ -32,6 +33,33 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* A chunk at off failed its digest: read it again a page at a time, so the
+ * good bytes before the bad granule still reach stdout (as cat of a dm-verity
+ * device gives every block before the bad one), and say at which byte the bad
+ * ones start. Only for a digest mismatch: the good pages are in the cache
+ * already, and the bad one fails at once, where a timeout would be paid per
+ * page. Returns 0 or -errno; *off advances past what was written. */
+static int cat_good_prefix(struct cairn_image *img, cairn_ino_t ino, char *buf,
+			   uint64_t end, uint64_t *off, uint64_t *bad)
+{
+	uint64_t stop = *off + CAT_CHUNK < end ? *off + CAT_CHUNK : end;
+
+	while (*off < stop) {
+		size_t want = stop - *off < CAT_PAGE ? (size_t)(stop - *off) : CAT_PAGE;
+		ssize_t n = cairn_image_read(img, ino, buf, want, *off);
+		int rc;
+
+		if (n <= 0)
+			break;
+		rc = write_all(STDOUT_FILENO, buf, (size_t)n);
+		if (rc)
+			return rc;
+		*off += (uint64_t)n;
+	}
+	*bad = *off;
+	return 0;
+}
+
 static int cat_one(struct cairn_image *img, const char *image, const char *path, char *buf)
 {
 	struct cairn_stat st;
@@ -52,6 +80,19 @@ static int cat_one(struct cairn_image *img, const char *image, const char *path,
 	while (off < st.size) {
 		ssize_t n = cairn_image_read(img, ino, buf, CAT_CHUNK, off);
 
+		if (n == -CAIRN_EDIGEST) {
+			char where[64];
+			uint64_t bad;
+
+			rc = cat_good_prefix(img, ino, buf, st.size, &off, &bad);
+			if (rc) {
+				cli_err("cat", "writing to stdout: %s", cairn_strerror(rc));
+				return rc;
+			}
+			snprintf(where, sizeof(where), "from byte %llu", (unsigned long long)bad);
+			cli_err("cat", "%s: %s: %s: %s", image, path, where, cairn_strerror((int)n));
+			return -EIO;
+		}
 		if (n <= 0) {
 			cli_img_err("cat", image, img, path, n < 0 ? (int)n : -EIO);
 			return -EIO;

@@ -362,6 +362,11 @@ int cmd_mkfs(int argc, char **argv)
 			"image: it needs -z ALG and --order FILE");
 		goto out;
 	}
+	/* Options of compressed images on an image that is not: they change
+	 * nothing, so say so (not refused: a script may loop over -z none too). */
+	if (o.codec == CAIRN_MKFS_NONE && (o.chunk_log2 || nnocomp || nrules))
+		on_warn(&ui, "--chunk-size and --no-compress apply to compressed images "
+			"(-z lz4, lz4hc or zstd); this one is not compressed");
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 	if (sde && *sde) {
 		if (parse_i64(sde, INT64_MIN, &v)) {

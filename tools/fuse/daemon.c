@@ -548,6 +548,13 @@ static int load_profile(struct daemon *cf, const struct mount_opts *o)
 	}
 	if (rc == 0)
 		cf->prefetching = cf->profiled = 1;
+	/* A profile named by prefetch= that matches nothing is used as far as it
+	 * matches, never refused; but a user who gave the wrong file hears of it. */
+	if (rc == 0 && path && path != beside && path != cf->learn_path && !cf->profile.ranges)
+		fprintf(stderr, "cairn mount: %s: warning: no range of the profile is in this "
+			"image (of %" PRIu64 " records, %" PRIu64 " name no file of it and %" PRIu64
+			" start past its end); nothing is prefetched\n", path,
+			cf->profile.records, cf->profile.missing, cf->profile.past_eof);
 	return 0;
 }
 
