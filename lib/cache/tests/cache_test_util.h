@@ -10,13 +10,7 @@
 
 /* Sanitizer builds run the same tests with fewer iterations (TSan makes every
  * lock and memcpy ~10x dearer); the coverage of paths stays the same. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define TEST_SANITIZED 1
-#endif
-#endif
+#include "util/tests/sanitizer.h"
 #ifdef TEST_SANITIZED
 #define TEST_SCALE(n) ((n) / 4 > 0 ? (n) / 4 : 1)
 #else

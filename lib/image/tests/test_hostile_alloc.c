@@ -16,17 +16,7 @@
 #include <cmocka.h>
 #include "hostile.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#undef UNDER_ASAN
-#define UNDER_ASAN 1
-#endif
+#include "util/tests/sanitizer.h"
 
 #define RSS_GROWTH_MAX_KB (64 * 1024)
 
@@ -230,7 +220,7 @@ static void test_claims_refused(void **state)
  * shadow memory needs terabytes of address space). */
 static void test_claims_under_rlimit(void **state)
 {
-#ifdef UNDER_ASAN
+#ifdef TEST_SANITIZED
 	skip();
 #else
 	struct rlimit old, lim;

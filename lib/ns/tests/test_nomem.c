@@ -21,13 +21,9 @@
 #include <sys/stat.h>
 #include <cairn/ns.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NO_MALLOC_HOOK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-	__has_feature(memory_sanitizer)
-#define NO_MALLOC_HOOK 1
-#endif
+#include "util/tests/sanitizer.h"
+#if defined(TEST_SANITIZED)
+#define NO_MALLOC_HOOK 1 /* the sanitizers interpose malloc themselves */
 #endif
 
 static long fail_in; /* > 0: the fail_in-th allocation from now fails */

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "helpers.h"
+#include "util/tests/sanitizer.h"
 
 #define CS 4096
 
@@ -353,11 +354,17 @@ static void test_freed_beyond_pool_not_resident(void **state)
 	assert_int_equal(cairn_ramfs_setattr(fs, a, &sa, NULL, NULL), 0);
 	after = rss_bytes();
 	/* A quarter: the pool, slack, and under AddressSanitizer the shadow of
-	 * the poisoned chunks (an eighth of their bytes). */
+	 * the poisoned chunks (an eighth of their bytes). ThreadSanitizer's shadow
+	 * (twice the bytes written) stays resident whatever the chunks do, so RSS
+	 * cannot show it there: the gcc and ASan runs check the bound. */
+#ifndef TEST_TSAN
 	if (after > before + len / 4)
 		fail_msg("RSS %llu MiB above the start after freeing (%llu MiB full)",
 			 (unsigned long long)((after - before) >> 20),
 			 (unsigned long long)((full - before) >> 20));
+#else
+	(void)after;
+#endif
 	/* The chunks given back are reused, zeroed where not written. */
 	t_write(fs, a, "s", 1, len - 1);
 	assert_int_equal(cairn_ramfs_read(fs, a, buf, step, len - step), step);
