@@ -59,6 +59,7 @@
 
 #define PUSH_CHUNK (1u << 20) /* the most one notify_store message carries */
 #define PAGE 4096u
+#define PUSH_IDLE_SECS 1 /* idle this long, the push gives its buffer's pages back */
 
 struct push_range {
 	uint64_t pos, file_off, len, node; /* pos: place in the profile's order */
@@ -96,6 +97,7 @@ struct push {
 	int joined;               /* the thread has ended (push_halt) */
 	pthread_t tid;
 	char *buf;                /* PUSH_CHUNK bytes, mmap'd, the thread's alone */
+	int buf_warm;             /* buf written since its pages went back (the thread's) */
 	struct push_stats st;     /* counters (under lock) */
 	uint64_t spans_on[SPANS_MAX][2]; /* (node, first byte) of the chunk pushes on */
 	unsigned spans_n;
@@ -617,6 +619,7 @@ static int store_lent(void *ctx, const struct iovec *iov, int iovcnt, size_t tot
 
 		for (int i = 0; i < iovcnt; at += iov[i].iov_len, i++)
 			memcpy(lp->p->buf + at, iov[i].iov_base, iov[i].iov_len);
+		lp->p->buf_warm = 1;
 		rc = store(lp->p, lp->r, lp->off, lp->p->buf, total);
 	} else {
 		pos = lp->off;
@@ -640,6 +643,7 @@ static size_t push_read_store(struct push *p, struct push_range *r, uint64_t off
 	if (!r->deliver)
 		return cairn_ns_read_iov(p->cf->ns, r->node, want, off, store_lent, &lp, NULL) ?
 		       0 : lp.got;
+	p->buf_warm = 1;
 	got = cairn_ns_read_flags(p->cf->ns, r->node, p->buf, want, off,
 				  CAIRN_READ_ALONE | CAIRN_READ_CACHED);
 	if (got <= 0 || store(p, r, off, p->buf, (size_t)got))
@@ -679,10 +683,31 @@ static size_t push_piece(struct push *p, struct push_range *r)
 	return (size_t)got;
 }
 
+/* Idle with the buffer's pages held (under p->lock): waits up to
+ * PUSH_IDLE_SECS for work, and when none came gives them back to the OS (1 MiB
+ * a prefetching daemon held for the rest of its life). Not at every gap in the
+ * queue: a warm Java start went idle 290 times while the program opened its
+ * files, and each release cost a madvise and the next fill its page faults. */
+static void push_idle_release(struct push *p)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += PUSH_IDLE_SECS;
+	while (!p->n && !p->stop)
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &until) == ETIMEDOUT)
+			break;
+	if (p->n || p->stop)
+		return;
+	pthread_mutex_unlock(&p->lock);
+	madvise(p->buf, PUSH_CHUNK, MADV_DONTNEED);
+	pthread_mutex_lock(&p->lock);
+	p->buf_warm = 0;
+}
+
 static void *push_main(void *arg)
 {
 	struct push *p = arg;
-	int buf_warm = 0;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -691,16 +716,10 @@ static void *push_main(void *arg)
 		size_t done;
 
 		while (!p->n && !p->stop) {
-			/* Idle: the buffer's pages go back to the OS (1 MiB a
-			 * prefetching daemon held for the rest of its life). */
-			if (buf_warm) {
-				pthread_mutex_unlock(&p->lock);
-				madvise(p->buf, PUSH_CHUNK, MADV_DONTNEED);
-				pthread_mutex_lock(&p->lock);
-				buf_warm = 0;
-				continue;
-			}
-			pthread_cond_wait(&p->cond, &p->lock);
+			if (p->buf_warm)
+				push_idle_release(p);
+			else
+				pthread_cond_wait(&p->cond, &p->lock);
 		}
 		if (p->stop)
 			break;
@@ -708,7 +727,6 @@ static void *push_main(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		lo = r.file_off;
 		done = push_piece(p, &r);
-		buf_warm = 1;
 		pthread_mutex_lock(&p->lock);
 		p->st.bytes += done;
 		/* A chunk is one piece (at most PUSH_CHUNK), and so is a segment
@@ -726,6 +744,17 @@ static void *push_main(void *arg)
 	return NULL;
 }
 
+/* The queue's condition, timed on the monotonic clock (push_idle_release). */
+static void push_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &a);
+	pthread_condattr_destroy(&a);
+}
+
 int push_start(struct daemon *cf, struct push **out)
 {
 	struct push *p = calloc(1, sizeof(*p));
@@ -737,7 +766,7 @@ int push_start(struct daemon *cf, struct push **out)
 	if (p->buf == MAP_FAILED)
 		p->buf = NULL;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
+	push_cond_init(&p->cond);
 	if (!p->buf || pthread_create(&p->tid, NULL, push_main, p)) {
 		int err = p->buf ? -EAGAIN : -ENOMEM;
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* diskcache device over mem -> fault: every read right at odd offsets, served
  * from disk with the device below failing, the bound under a walk of twice the
- * budget, torn and foreign chunks dropped, persistence across opens, the key;
+ * budget, torn and foreign chunks dropped, persistence across opens, the
+ * coarse LRU touch and eviction by it, the key;
  * s3:// origins from options, the environment and a credentials file; a
  * vectored read asks the device below once for the chunks it lacks. */
 #include <dirent.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <cairn/bdev.h>
@@ -297,6 +299,62 @@ static void test_torn(void **state)
 	cairn_bdev_close(d);
 }
 
+static void chunk_path(const char *dir, uint64_t index, char *out, size_t len)
+{
+	snprintf(out, len, "%s/img-1/%016llx", dir, (unsigned long long)index);
+}
+
+/* Sets chunk index's mtime (its last use, for eviction) to `ago` seconds back. */
+static void set_age(const char *dir, uint64_t index, time_t ago)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = time(NULL) - ago } };
+	char p[256];
+
+	chunk_path(dir, index, p, sizeof(p));
+	assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+}
+
+static time_t age(const char *dir, uint64_t index)
+{
+	struct stat st;
+	char p[256];
+
+	chunk_path(dir, index, p, sizeof(p));
+	if (stat(p, &st) < 0)
+		return -1; /* evicted */
+	return time(NULL) - st.st_mtim.tv_sec;
+}
+
+/* The LRU is coarse: a hit within a minute of the chunk's last store or hit
+ * leaves its time as it is (no utimensat per warm hit), one after it makes it
+ * recent, and eviction still goes by that time: oldest first. */
+static void test_coarse_touch(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t one = 32 + CHUNK; /* a chunk file: header and data */
+	struct cairn_bdev *d = open_dc(fx, 0);
+
+	check_read(d, fx->src, 4 * CHUNK, 0);
+	set_age(fx->dir, 0, 30);   /* hit within the window */
+	set_age(fx->dir, 1, 120);  /* hit after it */
+	set_age(fx->dir, 2, 1000); /* not hit: the oldest */
+	set_age(fx->dir, 3, 500);
+	fail_below(fx);
+	check_read(d, fx->src, 2 * CHUNK, 0);
+	cairn_bdev_close(d);
+	assert_true(age(fx->dir, 0) >= 29 && age(fx->dir, 0) <= 31);
+	assert_true(age(fx->dir, 1) >= 0 && age(fx->dir, 1) <= 2);
+	assert_true(age(fx->dir, 2) >= 999);
+	/* A budget of three chunks keeps two (7/8 of it): the two least recently
+	 * used go, chunk 0, untouched at its hit, stays before them. */
+	d = open_dc(fx, 3 * one);
+	cairn_bdev_close(d);
+	assert_int_equal(age(fx->dir, 2), -1);
+	assert_int_equal(age(fx->dir, 3), -1);
+	assert_true(age(fx->dir, 0) >= 29);
+	assert_true(age(fx->dir, 1) >= 0 && age(fx->dir, 1) <= 2);
+}
+
 /* The one origin note in DIR/.origins. */
 static void note_path(const char *dir, char *out, size_t len)
 {
@@ -564,6 +622,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_side_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coarse_touch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key, setup, teardown),
