@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cache/cache_internal.h"
+#include "util/thread.h"
 
 static void stream_reset(struct stream *st)
 {
@@ -349,7 +350,7 @@ static void spare_start(struct cairn_cache *c)
 	if (!c->verify || !(c->spare_threads = calloc(want, sizeof(*c->spare_threads))))
 		return;
 	while (c->nspare < want &&
-	       !pthread_create(&c->spare_threads[c->nspare], NULL, spare_main, c))
+	       !util_thread_create(&c->spare_threads[c->nspare], spare_main, c))
 		c->nspare++;
 }
 
@@ -360,7 +361,7 @@ int workers_start(struct cairn_cache *c)
 		return -ENOMEM;
 	spare_start(c);
 	for (unsigned i = 0; i < c->nthreads; i++) {
-		if (pthread_create(&c->threads[i], NULL, worker_main, c)) {
+		if (util_thread_create(&c->threads[i], worker_main, c)) {
 			c->nthreads = i;
 			workers_stop(c);
 			return -EAGAIN;

@@ -23,6 +23,7 @@
 #include <cairn/error.h>
 #include "image_int.h"
 #include "zcache.h"
+#include "util/thread.h"
 
 int cairn_image_chunk_rec(struct cairn_image *img, const char *what, uint64_t idx,
 			  const struct cairn_disk_chunk *d, uint64_t max_ulen, struct cairn_rchunk *c)
@@ -459,7 +460,7 @@ static int ahead_spawn(struct cairn_zahead *a)
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	want = cpus < 1 ? 1 : cpus > AHEAD_THREADS_MAX ? AHEAD_THREADS_MAX : (unsigned)cpus;
 	while (a->nthreads < want &&
-	       pthread_create(&a->tid[a->nthreads], NULL, ahead_main, a) == 0)
+	       util_thread_create(&a->tid[a->nthreads], ahead_main, a) == 0)
 		a->nthreads++;
 	return a->nthreads > 0;
 }

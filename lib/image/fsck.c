@@ -38,6 +38,7 @@
 #include <cairn/verify.h>
 #include "format/format_int.h"
 #include "image_int.h"
+#include "util/thread.h"
 
 #define MAX_REPORTS 200 /* after this many problems only the count grows */
 #ifdef CAIRN_FUZZING
@@ -261,7 +262,7 @@ static int run_parallel(struct fsck *f, const struct pass *p, struct shard *s, u
 	}
 	atomic_init(&pl.next, 0);
 	for (unsigned t = 1; t < nt; t++) {
-		if (pthread_create(&tid[t], NULL, pass_worker, &pl))
+		if (util_thread_create(&tid[t], pass_worker, &pl))
 			break; /* the others do its share */
 		started = t;
 	}
@@ -815,7 +816,7 @@ static int start_digests(struct fsck *f, struct digests *d)
 		return 0;
 	d->held = calloc(MAX_REPORTS, sizeof(d->held[0]));
 	f->held = calloc(MAX_REPORTS, sizeof(f->held[0]));
-	if (d->held && f->held && !pthread_create(&d->tid, NULL, digest_main, d))
+	if (d->held && f->held && !util_thread_create(&d->tid, digest_main, d))
 		return 1;
 	free(d->held);
 	free(f->held);

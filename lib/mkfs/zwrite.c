@@ -34,6 +34,7 @@
 #include <zstd.h>
 #include "format/format_int.h"
 #include "mkfs_int.h"
+#include "util/thread.h"
 
 #define ZBUF (1u << 20)           /* hashing and comparing buffer */
 #define BATCH_PER_THREAD 8u       /* jobs in flight per thread */
@@ -702,7 +703,7 @@ static void run_batch(struct zworker *ws, unsigned nt, struct zbatch *b)
 	for (unsigned t = 1; t < nt && b->n > 1; t++) {
 		args[t][0] = &ws[t];
 		args[t][1] = b;
-		if (pthread_create(&tid[t], NULL, worker_main, args[t]))
+		if (util_thread_create(&tid[t], worker_main, args[t]))
 			break; /* the others do its share */
 		started = t;
 	}

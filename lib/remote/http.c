@@ -50,6 +50,7 @@
 #include <cairn/version.h>
 #include <cairn/remote.h>
 #include "remote/multipart.h"
+#include "util/thread.h"
 
 #define NSEC 1000000000ull
 #define MS   1000000ull
@@ -671,7 +672,7 @@ static int read_singles(struct http_bdev *h, const struct cairn_bdev_iov *v, uns
 	pthread_t th[MAX_CONNECTIONS];
 	unsigned helpers = (n < h->n_conns ? n : h->n_conns) - 1, started = 0;
 
-	while (started < helpers && !pthread_create(&th[started], NULL, singles_worker, &s))
+	while (started < helpers && !util_thread_create(&th[started], singles_worker, &s))
 		started++; /* fewer helpers when threads run out: slower, still right */
 	singles_worker(&s);
 	for (unsigned i = 0; i < started; i++)

@@ -193,6 +193,21 @@ static void write_stats(struct daemon *cf)
 
 /* ---- helper threads ---- */
 
+int daemon_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t end, old;
+	int rc;
+
+	sigemptyset(&end);
+	sigaddset(&end, SIGTERM);
+	sigaddset(&end, SIGINT);
+	sigaddset(&end, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &end, &old); /* inherited by the new thread */
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 struct sig_thread {
 	struct daemon *cf;
 	pthread_t tid;
@@ -225,7 +240,7 @@ static void *sig_main(void *arg)
  * write_stats never meets a field being written or freed. 1 if it runs. */
 static int sig_thread_start(struct sig_thread *st)
 {
-	return pthread_create(&st->tid, NULL, sig_main, st) == 0;
+	return daemon_thread_create(&st->tid, sig_main, st) == 0;
 }
 
 static void sig_thread_stop(struct sig_thread *st)
@@ -466,7 +481,7 @@ static void remote_fetch_start(struct remote_fetch *f, const struct mount_opts *
 {
 	memset(f, 0, sizeof(*f));
 	f->o = o;
-	f->started = pthread_create(&f->tid, NULL, remote_fetch_main, f) == 0;
+	f->started = daemon_thread_create(&f->tid, remote_fetch_main, f) == 0;
 }
 
 /* Joins the fetch; the text (if any) goes to cf. Why the profile was not
@@ -1017,7 +1032,7 @@ int daemon_mount(const struct mount_opts *o)
 		cf.to_syslog = 1;
 	}
 	notify_fd = -1;
-	if (pthread_create(&bdi, NULL, bdi_main, &cf) == 0)
+	if (daemon_thread_create(&bdi, bdi_main, &cf) == 0)
 		have_bdi = 1;
 	/* Not while tracing for mkfs --order: that trace must see all the program's
 	 * own reads. A learning run pushes: its trace adds what the profile missed.

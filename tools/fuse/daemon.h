@@ -81,6 +81,15 @@ extern const struct fuse_lowlevel_ops daemon_ops;
 #define DAEMON_TMPFILE_NAME "/"
 
 int daemon_killpriv_v2(struct daemon *cf);
+/* pthread_create() for the daemon's own threads (the signal thread, the push,
+ * the bdi setter, the profile fetch): they start with SIGTERM, SIGINT and
+ * SIGHUP blocked. Those end the session through libfuse's handler, which only
+ * sets a flag, so it must run on the main thread (in the loop's sem_wait) or a
+ * FUSE worker (in its read of /dev/fuse), which the signal interrupts and
+ * which then look at the flag. On a helper thread the daemon stayed mounted
+ * until the next request (tests/tsan/signals.sh hung so). The library's
+ * threads block them too (util_thread_create). */
+int daemon_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* trace.c: records "PATH OFFSET LENGTH" the first time each range of an image
  * file is read. */

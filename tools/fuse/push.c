@@ -767,7 +767,7 @@ int push_start(struct daemon *cf, struct push **out)
 		p->buf = NULL;
 	pthread_mutex_init(&p->lock, NULL);
 	push_cond_init(&p->cond);
-	if (!p->buf || pthread_create(&p->tid, NULL, push_main, p)) {
+	if (!p->buf || daemon_thread_create(&p->tid, push_main, p)) {
 		int err = p->buf ? -EAGAIN : -ENOMEM;
 
 		pthread_cond_destroy(&p->cond);
