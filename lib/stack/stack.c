@@ -628,6 +628,11 @@ struct cairn_bdev *cairn_stack_bdev(struct cairn_stack *s)
 	return cairn_cache_bdev(s->cache);
 }
 
+int cairn_stack_last_error(struct cairn_stack *s, struct cairn_bdev_error *out)
+{
+	return cairn_bdev_last_error(cairn_stack_bdev(s), out);
+}
+
 int cairn_stack_counters(struct cairn_stack *s, struct cairn_bdev_counters *out)
 {
 	if (!s->stats) /* offline: the disk cache alone serves the image */

@@ -429,19 +429,36 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 	return stack;
 }
 
+/* ": DEVICE: bytes A-B: CAUSE" after an IO error whose device said why, the
+ * device's name dropped when it is the image as the message already names it;
+ * else "". */
+static void io_why(struct cairn_image *img, const char *image, int err, char *out, size_t len)
+{
+	struct cairn_bdev_error e;
+	char text[2 * CAIRN_BDEV_ERROR_TEXT + 64];
+
+	out[0] = '\0';
+	if (err != -EIO || !img || cairn_image_last_error(img, &e) != 1)
+		return;
+	cairn_bdev_error_format(&e, text, sizeof(text));
+	snprintf(out, len, ": %s", cli_why_tail(image, text));
+}
+
 void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
 		 int err)
 {
 	const char *why = err == -CAIRN_ECORRUPT ? cairn_image_corruption(img) : NULL;
+	char dev[2 * CAIRN_BDEV_ERROR_TEXT + 80];
 
+	io_why(img, image, err, dev, sizeof(dev));
 	if (why && what)
 		cli_err(cmd, "%s: %s: %s (%s)", image, cairn_strerror(err), why, what);
 	else if (why)
 		cli_err(cmd, "%s: %s: %s", image, cairn_strerror(err), why);
 	else if (what)
-		cli_err(cmd, "%s: %s: %s", image, what, cairn_strerror(err));
+		cli_err(cmd, "%s: %s: %s%s", image, what, cairn_strerror(err), dev);
 	else
-		cli_err(cmd, "%s: %s", image, cairn_strerror(err));
+		cli_err(cmd, "%s: %s%s", image, cairn_strerror(err), dev);
 }
 
 void cli_print_stats(const struct cli_image_opts *o, struct cairn_stack *stack)
