@@ -429,16 +429,13 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 	return stack;
 }
 
-/* ": DEVICE: bytes A-B: CAUSE" after an IO error whose device said why, the
- * device's name dropped when it is the image as the message already names it;
- * else "". */
-static void io_why(struct cairn_image *img, const char *image, int err, char *out, size_t len)
+void cli_dev_why(struct cairn_bdev *dev, const char *image, int err, char *out, size_t len)
 {
 	struct cairn_bdev_error e;
 	char text[2 * CAIRN_BDEV_ERROR_TEXT + 64];
 
 	out[0] = '\0';
-	if (err != -EIO || !img || cairn_image_last_error(img, &e) != 1)
+	if (err != -EIO || !dev || cairn_bdev_last_error(dev, &e) != 1)
 		return;
 	cairn_bdev_error_format(&e, text, sizeof(text));
 	snprintf(out, len, ": %s", cli_why_tail(image, text));
@@ -448,9 +445,10 @@ void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, co
 		 int err)
 {
 	const char *why = err == -CAIRN_ECORRUPT ? cairn_image_corruption(img) : NULL;
-	char dev[2 * CAIRN_BDEV_ERROR_TEXT + 80];
+	char dev[CLI_DEV_WHY_LEN];
 
-	io_why(img, image, err, dev, sizeof(dev));
+	cli_dev_why(img ? cairn_cache_bdev(cairn_image_cache(img)) : NULL, image, err, dev,
+		    sizeof(dev));
 	if (why && what)
 		cli_err(cmd, "%s: %s: %s (%s)", image, cairn_strerror(err), why, what);
 	else if (why)
