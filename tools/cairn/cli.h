@@ -69,6 +69,9 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
  * out when it is image, which the message names already; else "". */
 #define CLI_DEV_WHY_LEN (2 * CAIRN_BDEV_ERROR_TEXT + 80)
 void cli_dev_why(struct cairn_bdev *dev, const char *image, int err, char *out, size_t len);
+/* The same for the failure e. */
+void cli_dev_error_text(const struct cairn_bdev_error *e, const char *image, char *out,
+			size_t len);
 /* Report an error from a call on an open image: "cairn <cmd>: IMAGE: corrupt
  * image: <reason> (<what>)" for corruption, else "cairn <cmd>: IMAGE: <what>:
  * <strerror>[: <cli_dev_why>]". what may be NULL. */

@@ -429,16 +429,22 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 	return stack;
 }
 
+void cli_dev_error_text(const struct cairn_bdev_error *e, const char *image, char *out,
+			size_t len)
+{
+	char text[2 * CAIRN_BDEV_ERROR_TEXT + 64];
+
+	cairn_bdev_error_format(e, text, sizeof(text));
+	snprintf(out, len, ": %s", cli_why_tail(image, text));
+}
+
 void cli_dev_why(struct cairn_bdev *dev, const char *image, int err, char *out, size_t len)
 {
 	struct cairn_bdev_error e;
-	char text[2 * CAIRN_BDEV_ERROR_TEXT + 64];
 
 	out[0] = '\0';
-	if (err != -EIO || !dev || cairn_bdev_last_error(dev, &e) != 1)
-		return;
-	cairn_bdev_error_format(&e, text, sizeof(text));
-	snprintf(out, len, ": %s", cli_why_tail(image, text));
+	if (err == -EIO && dev && cairn_bdev_last_error(dev, &e) == 1)
+		cli_dev_error_text(&e, image, out, len);
 }
 
 void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
