@@ -443,7 +443,7 @@ void cli_dev_why(struct cairn_bdev *dev, const char *image, int err, char *out, 
 	struct cairn_bdev_error e;
 
 	out[0] = '\0';
-	if (err == -EIO && dev && cairn_bdev_last_error(dev, &e) == 1)
+	if ((err == -EIO || err == -CAIRN_EDIGEST) && dev && cairn_bdev_last_error(dev, &e) == 1)
 		cli_dev_error_text(&e, image, out, len);
 }
 
