@@ -592,18 +592,21 @@ static void prefix_origin(char *why, size_t len, const char *url)
 }
 
 /* The failure of a read as a person wants it: the last attempt's cause and
- * how many attempts there were, or that the deadline ran out. */
+ * how many retries there were, or that the deadline ran out (or left no time
+ * for the next). */
 static void record_failure(struct http_bdev *h, uint64_t off, size_t len, const char *why,
-			   unsigned tries, uint64_t deadline)
+			   unsigned tries, int timed_out)
 {
 	const char *cause = why[0] ? why : "failed";
 
-	if (now_ns() >= deadline)
+	unsigned n = tries > h->retries ? h->retries : tries;
+	const char *plural = n == 1 ? "y" : "ies";
+
+	if (timed_out)
 		errslot_set(&h->err, -EIO, off, len, "%s (timed out after %" PRIu64 " ms, %u "
-			    "retries)", cause, (uint64_t)(h->timeout_ns / MS), tries);
-	else if (tries)
-		errslot_set(&h->err, -EIO, off, len, "%s (after %u retries)", cause,
-			    tries > h->retries ? h->retries : tries);
+			    "retr%s)", cause, (uint64_t)(h->timeout_ns / MS), n, plural);
+	else if (n)
+		errslot_set(&h->err, -EIO, off, len, "%s (after %u retr%s)", cause, n, plural);
 	else
 		errslot_set(&h->err, -EIO, off, len, "%s", cause);
 }
@@ -616,6 +619,7 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 	struct conn *c;
 	enum outcome r = RETRY;
 	unsigned tries = 0;
+	int timed_out = 0;
 
 	if (off + len <= h->head_len) {
 		memcpy(buf, h->head + off, len);
@@ -653,6 +657,7 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 			break;
 		if (now_ns() >= deadline) {
 			atomic_fetch_add(&h->timeouts, 1);
+			timed_out = 1;
 			break;
 		}
 		if (++tries > h->retries)
@@ -662,13 +667,14 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 		/* A fresh origin is tried at once; the same one again after a pause. */
 		if ((h->n_origins == 1 || tries % h->n_origins == 0) && !backoff(h, tries, deadline)) {
 			atomic_fetch_add(&h->timeouts, 1);
+			timed_out = 1;
 			break;
 		}
 	}
 	conn_put(h, c);
 	if (r != OK) {
 		atomic_fetch_add(&h->failed, 1);
-		record_failure(h, off, len, why, tries, deadline);
+		record_failure(h, off, len, why, tries, timed_out);
 		return -EIO;
 	}
 	return (ssize_t)len;

@@ -179,7 +179,7 @@ bounded "$CAIRN" cat --timeout 2s --stats "$FURL" /big.bin >/dev/null 2>"$NET/st
 wait $bg
 grep -q "Input/output error" "$NET/stats" || fail "hung server: not EIO: $(cat "$NET/stats")"
 # ... naming the range and the cause once: curl's timeout, the deadline.
-grep -q "^cairn cat: $FURL: /big.bin: Input/output error: bytes [0-9]*-[0-9]*: .*timed out after 2000 ms" \
+grep -q "^cairn cat: $FURL: /big.bin: Input/output error: bytes [0-9]*-[0-9]*: .*(timed out after 2000 ms, [0-9]* retr[a-z]*)$" \
   "$NET/stats" || fail "hung server: the cause not named: $(cat "$NET/stats")"
 rm -f "$NET/flt/pid.mode"
 fault_stop flt
@@ -202,7 +202,7 @@ FURL=http://127.0.0.1:$flt_PORT/img.cairn
 bounded "$CAIRN" extract --timeout 3s --retries 1 "$FURL" "$NET/x503" 2>"$NET/err"; rc=$?
 wait $bg
 [ $rc -eq 1 ] || fail "a 503 mid-extract: exit $rc, not 1: $(cat "$NET/err")"
-grep -q ": Input/output error: $FURL: bytes [0-9]*-[0-9]*: HTTP 503 (after 1 retries)$" "$NET/err" ||
+grep -q ": Input/output error: $FURL: bytes [0-9]*-[0-9]*: HTTP 503 (after 1 retry)$" "$NET/err" ||
   fail "a 503 mid-extract: the cause not named: $(cat "$NET/err")"
 rm -rf "$NET/x503" "$NET/flt/pid.mode"
 fault_stop flt
