@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* file bdev: pread on a descriptor, optionally O_DIRECT through aligned bounce buffers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -598,7 +598,6 @@ static void record_failure(struct http_bdev *h, uint64_t off, size_t len, const 
 			   unsigned tries, int timed_out)
 {
 	const char *cause = why[0] ? why : "failed";
-
 	unsigned n = tries > h->retries ? h->retries : tries;
 	const char *plural = n == 1 ? "y" : "ies";
 
