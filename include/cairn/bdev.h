@@ -25,7 +25,8 @@ struct cairn_bdev;
  * iVersion: a device says which version of the table it fills in, and the
  * library calls no method that version does not have. Version 1: read, close.
  * Version 2: held (optional, NULL = cannot tell). Version 3: readv (optional,
- * NULL = cairn_bdev_readv() loops over read).
+ * NULL = cairn_bdev_readv() loops over read). Version 4: last_error (optional,
+ * NULL = the device records no failures of its own).
  *
  * Fill a table with designated initialisers, which name each field and leave
  * the rest zero:
@@ -36,7 +37,20 @@ struct cairn_bdev;
  * warns under -Wextra (missing initializer) each time the table grows. The same
  * goes for every config struct here and in the other headers: name the fields
  * you set (or use the struct's _init() function where it has one). */
-#define CAIRN_BDEV_OPS_VERSION 3
+#define CAIRN_BDEV_OPS_VERSION 4
+
+/* Why a read failed, as the device that failed saw it: the error an
+ * application gets is a bare errno (EIO), this is for the people who read the
+ * CLI's message or a daemon's log. */
+#define CAIRN_BDEV_ERROR_TEXT 256
+struct cairn_bdev_error {
+	int err;                            /* negative errno; 0: none recorded */
+	uint64_t off, len;                  /* the range, in that device's offsets */
+	uint64_t when_ns;                   /* CLOCK_MONOTONIC when recorded */
+	uint64_t count;                     /* failures that device recorded in all */
+	char device[CAIRN_BDEV_ERROR_TEXT]; /* path or URL; "" when not known */
+	char cause[CAIRN_BDEV_ERROR_TEXT];  /* "HTTP 503", curl's text, strerror ... */
+};
 
 /* One entry of a vectored read: len bytes of the device at off into buf. */
 struct cairn_bdev_iov {
@@ -74,6 +88,10 @@ struct cairn_bdev_ops {
 	 * sends a vector as one request: 1 or 0. An http device says 0 once its
 	 * server turned out not to answer multi-range GETs (and always for S3). */
 	int (*readv_one)(struct cairn_bdev *dev);
+	/* Version 4, optional. Fills *out with the device's name (its path or URL,
+	 * "" when it has none) and the last failure it recorded of its own
+	 * (out->err 0 when none). Thread-safe. */
+	void (*last_error)(struct cairn_bdev *dev, struct cairn_bdev_error *out);
 };
 
 /* Base of every device; implementations embed it first. */
@@ -110,6 +128,16 @@ int cairn_bdev_readv_below(struct cairn_bdev *dev, const struct cairn_bdev_iov *
  * requests otherwise. */
 int cairn_bdev_readv_native(struct cairn_bdev *dev);
 void cairn_bdev_close(struct cairn_bdev *dev);
+/* The newest failure recorded by dev or any device below it (the stack is
+ * walked down through `below`): 1 with *out filled, 0 when none has recorded
+ * one (*out zeroed). When the device that failed has no name of its own (a
+ * fault or verify device), out->device is the name of the lowest device that
+ * has one (the file or URL under it). Thread-safe; a read on another thread
+ * may record a newer failure the moment after. cairn_bdev_error_format()
+ * writes e as "DEVICE: bytes A-B: CAUSE" into text (NUL-terminated, cut at
+ * len; "" for no error). */
+int cairn_bdev_last_error(struct cairn_bdev *dev, struct cairn_bdev_error *out);
+void cairn_bdev_error_format(const struct cairn_bdev_error *e, char *text, size_t len);
 /* The device's held method, clipped to its size: 1 held, 0 not, -ENOTSUP when it
  * has none (an ops table of version 1, or NULL there). An empty range is held. */
 int cairn_bdev_held(struct cairn_bdev *dev, uint64_t off, uint64_t len);

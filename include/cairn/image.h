@@ -72,6 +72,10 @@ int cairn_image_open(struct cairn_cache *cache, char *why, size_t why_len,
 const char *cairn_image_corruption(struct cairn_image *img);
 void cairn_image_close(struct cairn_image *img);
 struct cairn_cache *cairn_image_cache(struct cairn_image *img); /* not owned */
+/* Why the image's device last failed: cairn_bdev_last_error() on the device
+ * under its cache (1 with *out filled, 0 when none recorded a failure). For
+ * messages after an -EIO: the error itself stays a bare errno. */
+int cairn_image_last_error(struct cairn_image *img, struct cairn_bdev_error *out);
 void cairn_image_get_info(const struct cairn_image *img, struct cairn_image_info *out);
 cairn_ino_t cairn_image_root(const struct cairn_image *img);
 /* The byte budget of the decompressed-chunk cache (0: the default, 32 MiB); for

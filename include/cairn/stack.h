@@ -97,6 +97,9 @@ struct cairn_cache *cairn_stack_cache(struct cairn_stack *s);
 /* The top device, under the cache (for the verify, qcow2, http and disk cache
  * counters, which walk down from it). */
 struct cairn_bdev *cairn_stack_bdev(struct cairn_stack *s);
+/* Why a device of the stack last failed (cairn_bdev_last_error() from the
+ * top device): 1 with *out filled, 0 when none recorded a failure. */
+int cairn_stack_last_error(struct cairn_stack *s, struct cairn_bdev_error *out);
 /* Counters of the stats device: requests that reached the file or the network.
  * -ENOENT for a remote image served offline by its disk cache (no network). */
 int cairn_stack_counters(struct cairn_stack *s, struct cairn_bdev_counters *out);

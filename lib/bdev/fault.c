@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cairn/bdev.h>
 #include <cairn/testing.h>
+#include "bdev/errslot.h"
 
 struct bad_range {
 	uint64_t lo, hi;
@@ -30,6 +31,7 @@ struct fault_bdev {
 	uint64_t injected;      /* faults injected since the plan was set */
 	struct bad_range *bad;  /* persistent failures */
 	size_t nbad, capbad;
+	struct errslot err;     /* the faults it injected (no name: below has it) */
 };
 
 static const struct cairn_bdev_ops fault_ops;
@@ -108,9 +110,18 @@ static ssize_t fault_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_
 	if (kind == CAIRN_FAULT_SHORT) {
 		ssize_t n = cairn_bdev_read(dev->below, buf, len / 2, off);
 
+		if (n >= 0)
+			errslot_set(&f->err, -EIO, off, len, "injected fault: short read of %zd "
+				    "bytes", n);
 		return n; /* a real error below wins; otherwise at most len/2 */
 	}
+	errslot_set(&f->err, -EIO, off, len, "injected fault: EIO");
 	return -EIO;
+}
+
+static void fault_last_error(struct cairn_bdev *dev, struct cairn_bdev_error *out)
+{
+	errslot_get(&((struct fault_bdev *)dev)->err, out);
 }
 
 /* A vector the device below takes whole is one request to the plan, over the
@@ -133,8 +144,10 @@ static int fault_readv(struct cairn_bdev *dev, const struct cairn_bdev_iov *v, u
 		lo = v[i].off < lo ? v[i].off : lo;
 		hi = v[i].off + v[i].len > hi ? v[i].off + v[i].len : hi;
 	}
-	if (decide(f, (size_t)(hi - lo), lo) >= 0)
+	if (decide(f, (size_t)(hi - lo), lo) >= 0) {
+		errslot_set(&f->err, -EIO, lo, hi - lo, "injected fault: EIO (a vector of %u)", n);
 		return -EIO; /* a short read of a vector is a failed vector */
+	}
 	return cairn_bdev_readv(dev->below, v, n);
 }
 
@@ -144,6 +157,7 @@ static void fault_close(struct cairn_bdev *dev)
 
 	cairn_bdev_close(dev->below);
 	pthread_mutex_destroy(&f->lock);
+	errslot_destroy(&f->err);
 	free(f->bad);
 	free(f);
 }
@@ -155,6 +169,7 @@ static const struct cairn_bdev_ops fault_ops = {
 	.close = fault_close,
 	.held = cairn_bdev_held_below,
 	.readv = fault_readv,
+	.last_error = fault_last_error,
 };
 
 int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_config *cfg,
@@ -165,6 +180,11 @@ int cairn_bdev_fault_new(struct cairn_bdev *below, const struct cairn_fault_conf
 	if (!f)
 		return -ENOMEM;
 	if (pthread_mutex_init(&f->lock, NULL)) {
+		free(f);
+		return -ENOMEM;
+	}
+	if (errslot_init(&f->err, NULL)) {
+		pthread_mutex_destroy(&f->lock);
 		free(f);
 		return -ENOMEM;
 	}

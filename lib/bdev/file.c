@@ -2,11 +2,14 @@
 /* file bdev: pread on a descriptor, optionally O_DIRECT through aligned bounce buffers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cairn/bdev.h>
+#include "bdev/errslot.h"
 
 #define DIRECT_ALIGN 4096u
 
@@ -14,6 +17,7 @@ struct file_bdev {
 	struct cairn_bdev base;
 	int fd;
 	unsigned flags;
+	struct errslot err;          /* named by the path when opened by one */
 };
 
 static ssize_t pread_all(int fd, void *buf, size_t len, uint64_t off)
@@ -63,10 +67,21 @@ static ssize_t direct_read(struct file_bdev *f, void *buf, size_t len, uint64_t 
 static ssize_t file_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct file_bdev *f = (struct file_bdev *)dev;
+	ssize_t n = f->flags & CAIRN_BDEV_FILE_DIRECT ? direct_read(f, buf, len, off)
+						      : pread_all(f->fd, buf, len, off);
 
-	if (f->flags & CAIRN_BDEV_FILE_DIRECT)
-		return direct_read(f, buf, len, off);
-	return pread_all(f->fd, buf, len, off);
+	/* cairn_bdev_read() clipped len to the size: short means the file shrank. */
+	if (n < 0)
+		errslot_set(&f->err, (int)n, off, len, "%s", strerror((int)-n));
+	else if ((size_t)n < len)
+		errslot_set(&f->err, -EIO, off, len, "short read: %zd of %zu bytes (the file "
+			    "shrank under the image's size of %" PRIu64 ")", n, len, dev->size);
+	return n;
+}
+
+static void file_last_error(struct cairn_bdev *dev, struct cairn_bdev_error *out)
+{
+	errslot_get(&((struct file_bdev *)dev)->err, out);
 }
 
 static void file_close(struct cairn_bdev *dev)
@@ -74,6 +89,7 @@ static void file_close(struct cairn_bdev *dev)
 	struct file_bdev *f = (struct file_bdev *)dev;
 
 	close(f->fd);
+	errslot_destroy(&f->err);
 	free(f);
 }
 
@@ -82,6 +98,7 @@ static const struct cairn_bdev_ops file_ops = {
 	.name = "file",
 	.read = file_read,
 	.close = file_close,
+	.last_error = file_last_error,
 };
 
 int cairn_bdev_file_from_fd(int fd, unsigned flags, struct cairn_bdev **out)
@@ -96,6 +113,10 @@ int cairn_bdev_file_from_fd(int fd, unsigned flags, struct cairn_bdev **out)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	if (errslot_init(&f->err, NULL)) {
+		free(f);
+		return -ENOMEM;
+	}
 	f->base.ops = &file_ops;
 	f->fd = fd;
 	f->flags = flags;
@@ -103,6 +124,7 @@ int cairn_bdev_file_from_fd(int fd, unsigned flags, struct cairn_bdev **out)
 		off_t end = lseek(fd, 0, SEEK_END);
 
 		if (end < 0) {
+			errslot_destroy(&f->err);
 			free(f);
 			return -errno;
 		}
@@ -130,6 +152,8 @@ int cairn_bdev_file_open(const char *path, unsigned flags, struct cairn_bdev **o
 		close(fd);
 		return rc;
 	}
+	/* Not shared with any thread yet: no lock needed to name it. */
+	snprintf(((struct file_bdev *)*out)->err.e.device, CAIRN_BDEV_ERROR_TEXT, "%s", path);
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
 		rc = -errno;
 		cairn_bdev_close(*out);

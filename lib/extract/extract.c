@@ -86,7 +86,16 @@ static void ex_fail(struct ex *x, const char *path, int err)
 		ex_report(x, err, "%s/%s: %s; extraction stopped", x->dir, path, cairn_strerror(err));
 		x->full = 1;
 	} else {
-		ex_report(x, err, "%s/%s: %s", x->dir, path, cairn_strerror(err));
+		struct cairn_bdev_error e;
+		char dev[2 * CAIRN_BDEV_ERROR_TEXT + 64] = "";
+
+		/* An EIO or a digest mismatch names the device, the range and the
+		 * cause once, here: the device recorded them as the read failed. */
+		if ((err == -EIO || err == -CAIRN_EDIGEST) &&
+		    cairn_image_last_error(x->img, &e) == 1)
+			cairn_bdev_error_format(&e, dev, sizeof(dev));
+		ex_report(x, err, "%s/%s: %s%s%s", x->dir, path, cairn_strerror(err),
+			  dev[0] ? ": " : "", dev);
 	}
 }
 

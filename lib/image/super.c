@@ -377,6 +377,11 @@ struct cairn_cache *cairn_image_cache(struct cairn_image *img)
 	return img->cache;
 }
 
+int cairn_image_last_error(struct cairn_image *img, struct cairn_bdev_error *out)
+{
+	return cairn_bdev_last_error(cairn_cache_bdev(img->cache), out);
+}
+
 cairn_ino_t cairn_image_root(const struct cairn_image *img)
 {
 	return img->root_ino;

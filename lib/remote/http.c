@@ -50,6 +50,7 @@
 #include <cairn/version.h>
 #include <cairn/remote.h>
 #include "remote/multipart.h"
+#include "bdev/errslot.h"
 #include "util/thread.h"
 
 #define NSEC 1000000000ull
@@ -88,6 +89,7 @@ struct http_bdev {
 	atomic_uint_fast64_t requests, bytes, n_retries, failovers, timeouts, changed, failed;
 	atomic_long http_version;
 	atomic_int ranges;           /* how the server answers multi-range GETs: RANGES_* */
+	struct errslot err;          /* named by the primary URL */
 };
 
 /* What one attempt saw. */
@@ -580,6 +582,35 @@ static void fail_over(struct http_bdev *h, unsigned from)
 		atomic_fetch_add(&h->failovers, 1);
 }
 
+/* "URL: why" when there are mirrors, so the record says which one said it. */
+static void prefix_origin(char *why, size_t len, const char *url)
+{
+	char tmp[320];
+
+	snprintf(tmp, sizeof(tmp), "%s", why);
+	if (snprintf(why, len, "%s: %s", url, tmp) < 0)
+		why[0] = '\0';
+}
+
+/* The failure of a read as a person wants it: the last attempt's cause and
+ * how many retries there were, or that the deadline ran out (or left no time
+ * for the next). */
+static void record_failure(struct http_bdev *h, uint64_t off, size_t len, const char *why,
+			   unsigned tries, int timed_out)
+{
+	const char *cause = why[0] ? why : "failed";
+	unsigned n = tries > h->retries ? h->retries : tries;
+	const char *plural = n == 1 ? "y" : "ies";
+
+	if (timed_out)
+		errslot_set(&h->err, -EIO, off, len, "%s (timed out after %" PRIu64 " ms, %u "
+			    "retr%s)", cause, (uint64_t)(h->timeout_ns / MS), n, plural);
+	else if (n)
+		errslot_set(&h->err, -EIO, off, len, "%s (after %u retr%s)", cause, n, plural);
+	else
+		errslot_set(&h->err, -EIO, off, len, "%s", cause);
+}
+
 static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct http_bdev *h = (struct http_bdev *)dev;
@@ -588,6 +619,7 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 	struct conn *c;
 	enum outcome r = RETRY;
 	unsigned tries = 0;
+	int timed_out = 0;
 
 	if (off + len <= h->head_len) {
 		memcpy(buf, h->head + off, len);
@@ -597,8 +629,11 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 	if (!c) {
 		atomic_fetch_add(&h->timeouts, 1);
 		atomic_fetch_add(&h->failed, 1);
+		errslot_set(&h->err, -EIO, off, len, "no free connection of %u within the timeout "
+			    "of %" PRIu64 " ms", h->n_conns, (uint64_t)(h->timeout_ns / MS));
 		return -EIO;
 	}
+	why[0] = '\0';
 	for (;;) {
 		unsigned oi = atomic_load(&h->cur);
 		struct origin *o = &h->origins[oi];
@@ -609,15 +644,20 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 							   sizeof(why));
 		if (r == OK) {
 			rc = attempt(h, c->h, o, &x, off, deadline, err);
-			if (rc != CURLE_OK)
+			if (rc != CURLE_OK) {
 				r = transport_outcome(h, rc);
-			else
+				snprintf(why, sizeof(why), "%s", err[0] ? err : lc.easy_strerror(rc));
+			} else {
 				r = judge(h, o, &x, off, why, sizeof(why));
+			}
 		}
+		if (r != OK && h->n_origins > 1)
+			prefix_origin(why, sizeof(why), o->url);
 		if (r == OK || r == FATAL || (r == NEXT_ORIGIN && h->n_origins == 1))
 			break;
 		if (now_ns() >= deadline) {
 			atomic_fetch_add(&h->timeouts, 1);
+			timed_out = 1;
 			break;
 		}
 		if (++tries > h->retries)
@@ -627,12 +667,14 @@ static ssize_t http_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 		/* A fresh origin is tried at once; the same one again after a pause. */
 		if ((h->n_origins == 1 || tries % h->n_origins == 0) && !backoff(h, tries, deadline)) {
 			atomic_fetch_add(&h->timeouts, 1);
+			timed_out = 1;
 			break;
 		}
 	}
 	conn_put(h, c);
 	if (r != OK) {
 		atomic_fetch_add(&h->failed, 1);
+		record_failure(h, off, len, why, tries, timed_out);
 		return -EIO;
 	}
 	return (ssize_t)len;
@@ -691,6 +733,20 @@ static char *range_list(const struct cairn_bdev_iov *v, unsigned n)
 	return s;
 }
 
+/* -EIO, recorded over the span of v[0..n). */
+static int vector_failed(struct http_bdev *h, const struct cairn_bdev_iov *v, unsigned n,
+			 const char *cause)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		lo = v[i].off < lo ? v[i].off : lo;
+		hi = v[i].off + v[i].len > hi ? v[i].off + v[i].len : hi;
+	}
+	errslot_set(&h->err, -EIO, lo, hi - lo, "%s (%u ranges)", cause, n);
+	return -EIO;
+}
+
 /* One multi-range GET for v[0..n) (2 <= n <= MP_MAX_RANGES, none empty or in
  * the head). 0; -ENOTSUP when the server does not answer with multipart
  * (remembered by the caller); -EAGAIN when the attempt failed in a way
@@ -719,15 +775,19 @@ static int multi_get(struct http_bdev *h, const struct cairn_bdev_iov *v, unsign
 	if (x.mp_rc == -ENOTSUP || (rc == CURLE_OK && x.status == 200))
 		return -ENOTSUP; /* the whole file, or one range: stopped at its first byte */
 	if (x.mp_rc < 0)
-		return -EIO;
+		return vector_failed(h, v, n, "a multipart answer that does not match the ranges asked");
 	if (rc != CURLE_OK || x.status >= 500 || x.status == 408 || x.status == 429 ||
 	    x.status != 206)
-		return x.status == 416 ? -EIO : -EAGAIN;
+		return x.status == 416 ? vector_failed(h, v, n, "HTTP 416 to a multi-range GET")
+				       : -EAGAIN;
 	if (strcmp(validator_of(&x), o->validator)) {
 		atomic_fetch_add(&h->changed, 1);
-		return -EIO;
+		return vector_failed(h, v, n, "the image changed on the server (validator)");
 	}
-	return x.mp_rc == 1 ? -EIO : mp_finish(&mp); /* 1: a 206 without a body */
+	if (x.mp_rc == 1) /* a 206 without a body */
+		return vector_failed(h, v, n, "a multipart answer without a body");
+	return mp_finish(&mp) ? vector_failed(h, v, n, "a multipart answer short of the ranges "
+					      "asked") : 0;
 }
 
 /* A vector: entries in the head from the copy, empty ones skipped, the rest
@@ -796,6 +856,11 @@ static void origin_free(struct origin *o)
 	lc.slist_free_all(o->headers);
 }
 
+static void http_last_error(struct cairn_bdev *dev, struct cairn_bdev_error *out)
+{
+	errslot_get(&((struct http_bdev *)dev)->err, out);
+}
+
 static void http_close(struct cairn_bdev *dev)
 {
 	struct http_bdev *h = (struct http_bdev *)dev;
@@ -806,6 +871,7 @@ static void http_close(struct cairn_bdev *dev)
 		origin_free(&h->origins[i]);
 	pthread_cond_destroy(&h->freed);
 	pthread_mutex_destroy(&h->lock);
+	errslot_destroy(&h->err);
 	free(h->conns);
 	free(h->head);
 	free(h->proxy);
@@ -820,6 +886,7 @@ static const struct cairn_bdev_ops http_ops = {
 	.close = http_close,
 	.readv = http_readv,
 	.readv_one = http_readv_one,
+	.last_error = http_last_error,
 };
 
 static char *dup_or_null(const char *s, int *oom)
@@ -965,6 +1032,10 @@ int cairn_bdev_http_new(const struct cairn_http_config *cfg, struct cairn_bdev *
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	if (errslot_init(&h->err, cfg->origins[0].url)) {
+		free(h);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -387,6 +387,22 @@ static void prime_from_verify(struct cairn_cache *c)
 	free(head);
 }
 
+/* After an EIO while opening: ": DEVICE: bytes A-B: CAUSE" onto why, as the
+ * device that failed recorded it (nothing when none did). */
+static void why_device(struct cairn_bdev *dev, int rc, char *why, size_t why_len)
+{
+	struct cairn_bdev_error e;
+	size_t n = strlen(why);
+
+	if (rc != -EIO || n + 3 >= why_len || cairn_bdev_last_error(dev, &e) != 1)
+		return;
+	if (n) {
+		memcpy(why + n, ": ", 3);
+		n += 2;
+	}
+	cairn_bdev_error_format(&e, why + n, why_len - n);
+}
+
 /* The verified stack: the verify device's first read (block 0 and the table)
  * also tells a qcow2 file apart, so that costs no request of its own. Takes dev. */
 static int open_verified(const char *path, const struct plan *o, char *why,
@@ -401,6 +417,7 @@ static int open_verified(const char *path, const struct plan *o, char *why,
 			rc = wrap_verify(o, why, why_len, &dev);
 	}
 	if (rc < 0) {
+		why_device(dev, rc, why, why_len);
 		cairn_bdev_close(dev);
 		return rc;
 	}
@@ -427,6 +444,7 @@ static int open_cache(const char *path, const struct plan *o, char *why,
 	n = cairn_cache_read(c, magic, sizeof(magic), 0, NULL);
 	if (n < 0) {
 		snprintf(why, why_len, "cannot read the file header");
+		why_device(cairn_cache_bdev(c), (int)n, why, why_len);
 		cairn_cache_free(c);
 		return (int)n;
 	}
@@ -550,6 +568,7 @@ static int open_plan(const char *path, const struct plan *p, char *why, size_t w
 		return rc;
 	rc = cairn_image_open(cache, why, why_len, &s->img);
 	if (rc < 0) {
+		why_device(cairn_cache_bdev(cache), rc, why, why_len);
 		cairn_cache_free(cache);
 		return rc;
 	}
@@ -626,6 +645,11 @@ struct cairn_cache *cairn_stack_cache(struct cairn_stack *s)
 struct cairn_bdev *cairn_stack_bdev(struct cairn_stack *s)
 {
 	return cairn_cache_bdev(s->cache);
+}
+
+int cairn_stack_last_error(struct cairn_stack *s, struct cairn_bdev_error *out)
+{
+	return cairn_bdev_last_error(cairn_stack_bdev(s), out);
 }
 
 int cairn_stack_counters(struct cairn_stack *s, struct cairn_bdev_counters *out)

@@ -18,6 +18,7 @@
  * on the next read (a torn or stale copy from a proxy may be right next time).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <cairn/error.h>
 #include "util/util_int.h"
 #include "verify/verify_int.h"
+#include "bdev/errslot.h"
 
 #define HEAD_READ CAIRN_VERIFY_HEAD_BYTES
 
@@ -37,6 +39,7 @@ struct verify_dev {
 	uint8_t *head;                  /* the open read's checked granules, until taken */
 	size_t head_len;
 	_Atomic uint64_t granules, bytes, mismatches, first_bad;
+	struct errslot err;             /* mismatches (no name: the device below has it) */
 };
 
 static const struct cairn_bdev_ops verify_ops;
@@ -66,6 +69,8 @@ static int check_granules(struct verify_dev *vd, const uint8_t *buf, uint64_t lo
 				return -CAIRN_EDIGEST;
 			atomic_compare_exchange_strong(&vd->first_bad, &none, off);
 			atomic_fetch_add_explicit(&vd->mismatches, 1, memory_order_relaxed);
+			errslot_set(&vd->err, -CAIRN_EDIGEST, off, len, "granule %" PRIu64 " does not "
+				    "match its SHA-256 digest (tampered, torn or stale storage)", g);
 			return -CAIRN_EDIGEST;
 		}
 		atomic_fetch_add_explicit(&vd->granules, 1, memory_order_relaxed);
@@ -151,9 +156,15 @@ static void verify_close(struct cairn_bdev *dev)
 	struct verify_dev *vd = to_vd(dev);
 
 	cairn_bdev_close(dev->below);
+	errslot_destroy(&vd->err);
 	free(vd->table);
 	free(vd->head);
 	free(vd);
+}
+
+static void verify_last_error(struct cairn_bdev *dev, struct cairn_bdev_error *out)
+{
+	errslot_get(&to_vd(dev)->err, out);
 }
 
 /* A read is widened to whole granules (verify_read): those must be held. */
@@ -174,6 +185,7 @@ static const struct cairn_bdev_ops verify_ops = {
 	.read = verify_read,
 	.close = verify_close,
 	.held = verify_held,
+	.last_error = verify_last_error,
 };
 
 #define WHY(err, ...) (snprintf(why, why_len, __VA_ARGS__), (err))
@@ -296,6 +308,12 @@ int cairn_bdev_verify_new(struct cairn_bdev *below, const struct cairn_verify_co
 		free(vd->table);
 		free(vd);
 		return rc;
+	}
+	if (errslot_init(&vd->err, NULL)) {
+		free(vd->table);
+		free(vd->head);
+		free(vd);
+		return -ENOMEM;
 	}
 	vd->base.ops = &verify_ops;
 	vd->base.below = below;

@@ -56,6 +56,22 @@ for kind in "" --fault-short; do
   [ -n "$kind" ] || [ $failed -ge 3 ] || fail "the fault option never fired"
 done
 
+# 1b. An EIO says why, once: the image's path (the file under the fault device),
+# the byte range and the cause, in one line; exit 1.
+"$CAIRN" cat $CACHE --fault-nth 2 "$W/img" /big >/dev/null 2>"$W/err" && fail "cat: fault 2 did not fire"
+[ "$(grep -c . "$W/err")" -eq 1 ] || fail "cat EIO: not one line: $(cat "$W/err")"
+grep -q "^cairn cat: $W/img: /big: Input/output error: bytes [0-9]*-[0-9]*: injected fault: EIO$" "$W/err" ||
+  fail "cat EIO: the range and cause not named: $(cat "$W/err")"
+rm -rf "$W/x"
+rc=0; "$CAIRN" extract $CACHE --fault-nth 3 --fault-persistent "$W/img" "$W/x" 2>"$W/err" || rc=$?
+[ $rc -eq 1 ] || fail "extract EIO: exit $rc, not 1"
+grep -q "^cairn extract: $W/x/big: Input/output error: $W/img: bytes [0-9]*-[0-9]*: injected fault: EIO$" "$W/err" ||
+  fail "extract EIO: the path, range and cause not named: $(cat "$W/err")"
+"$CAIRN" info --fault-nth 1 "$W/img" 2>"$W/err" && fail "info: fault 1 did not fire"
+grep -q "cannot read block 0: Input/output error: $W/img: bytes 0-[0-9]*: injected fault: EIO$" "$W/err" ||
+  fail "info EIO at open: the cause not named: $(cat "$W/err")"
+echo "an EIO names the file, the range and the cause"
+
 # 2. Random faults on every command, many seeds.
 "$CAIRN" ls -R "$W/img" > "$W/ls.want"
 fired=0

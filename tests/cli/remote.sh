@@ -178,8 +178,35 @@ bounded "$CAIRN" cat --timeout 2s --stats "$FURL" /big.bin >/dev/null 2>"$NET/st
   fail "a hung server gave a whole file"
 wait $bg
 grep -q "Input/output error" "$NET/stats" || fail "hung server: not EIO: $(cat "$NET/stats")"
+# ... naming the range and the cause once: curl's timeout, the deadline.
+grep -q "^cairn cat: $FURL: /big.bin: Input/output error: bytes [0-9]*-[0-9]*: .*(timed out after 2000 ms, [0-9]* retr[a-z]*)$" \
+  "$NET/stats" || fail "hung server: the cause not named: $(cat "$NET/stats")"
 rm -f "$NET/flt/pid.mode"
 fault_stop flt
+
+# The server gone mid-read (stopped; then one that says 503): exit 1, and the
+# message names the URL, the byte range and why, once. The application
+# through a mount gets a bare EIO; the CLI says what curl would.
+fault_start flt "$NET/fimg" slow=500000 || fail "fault server"
+FURL=http://127.0.0.1:$flt_PORT/img.cairn
+( sleep 0.7; fault_stop flt ) & bg=$!
+bounded "$CAIRN" cat --timeout 3s --retries 2 "$FURL" /big.bin >/dev/null 2>"$NET/err"; rc=$?
+wait $bg
+[ $rc -eq 1 ] || fail "server stopped: exit $rc, not 1: $(cat "$NET/err")"
+[ "$(grep -c . "$NET/err")" -eq 1 ] || fail "server stopped: not one line: $(cat "$NET/err")"
+grep -q "^cairn cat: $FURL: /big.bin: Input/output error: bytes [0-9]*-[0-9]*: .*onnect.* (after 2 retries)$" \
+  "$NET/err" || fail "server stopped: the cause not named: $(cat "$NET/err")"
+fault_start flt "$NET/fimg" slow=500000 || fail "fault server"
+FURL=http://127.0.0.1:$flt_PORT/img.cairn
+( sleep 0.7; echo error=1 > "$NET/flt/pid.mode" ) & bg=$!
+bounded "$CAIRN" extract --timeout 3s --retries 1 "$FURL" "$NET/x503" 2>"$NET/err"; rc=$?
+wait $bg
+[ $rc -eq 1 ] || fail "a 503 mid-extract: exit $rc, not 1: $(cat "$NET/err")"
+grep -q ": Input/output error: $FURL: bytes [0-9]*-[0-9]*: HTTP 503 (after 1 retry)$" "$NET/err" ||
+  fail "a 503 mid-extract: the cause not named: $(cat "$NET/err")"
+rm -rf "$NET/x503" "$NET/flt/pid.mode"
+fault_stop flt
+echo "ok: a server gone mid-read: the URL, the range and the cause named"
 fault_start flt "$NET/fimg" slow=80000 || fail "slow fault server"
 FURL=http://127.0.0.1:$flt_PORT/img.cairn
 # At 80 kB/s the head (256 KiB: block 0 and the digest table) takes 3.3 s and the

@@ -38,7 +38,7 @@ refused "$WORK/none.cairn" "missing image"
 # reaches it. (Not every 5th: the kernel retries a failed large read page by
 # page, and with large FUSE reads those retries mostly succeed, so a read that
 # must fail has to meet a device that keeps failing.)
-"$CAIRN" mount -f "$WORK/img.cairn" "$M" -o cache_size=0,fault_every=1 &
+"$CAIRN" mount -f "$WORK/img.cairn" "$M" -o cache_size=0,fault_every=1 2>"$WORK/daemon.err" &
 pid=$!
 MOUNTS="$M"
 i=0; while ! mountpoint -q "$M" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -54,6 +54,12 @@ done
 kill -0 "$pid" || fail "daemon died on IO errors"
 mountpoint -q "$M" || fail "mount gone after IO errors"
 ls "$M" > /dev/null || true # metadata may fail too; the daemon must answer
+# The daemon's log names the device, a range and the cause, once for many
+# failed reads (rate-limited, not one line per read).
+grep -q "^cairn: $WORK/img.cairn: bytes [0-9]*-[0-9]*: injected fault: EIO (EIO to the application; [0-9]* failures\{0,1\} of this device in all)$" \
+  "$WORK/daemon.err" || fail "the daemon did not log the cause: $(cat "$WORK/daemon.err")"
+[ "$(grep -c "injected fault" "$WORK/daemon.err")" -le 3 ] ||
+  fail "the cause logged per read: $(grep -c "injected fault" "$WORK/daemon.err") lines"
 kill -USR2 "$pid"   # clear the fault plan
 sleep 0.2
 for f in big d/medium small; do

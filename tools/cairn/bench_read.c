@@ -76,6 +76,14 @@ static void usage(FILE *f)
 
 /* ---- raw mode: the stack builder's CAIRN_STACK_RAW stack, ending at the cache ---- */
 
+static void raw_read_err(struct cairn_cache *c, const char *image, uint64_t off, int err)
+{
+	char dev[CLI_DEV_WHY_LEN];
+
+	cli_dev_why(cairn_cache_bdev(c), image, err, dev, sizeof(dev));
+	cli_err("bench", "%s: read at %" PRIu64 ": %s%s", image, off, cairn_strerror(err), dev);
+}
+
 static int raw_read_all(const struct bench *b, struct cairn_cache *c, char *buf,
 			struct result *res)
 {
@@ -94,8 +102,7 @@ static int raw_read_all(const struct bench *b, struct cairn_cache *c, char *buf,
 		off = x % (size / b->bs) * b->bs;
 		n = cairn_cache_read(c, buf, b->bs, off, &h);
 		if (n < 0) {
-			cli_err("bench", "%s: read at %" PRIu64 ": %s", b->image, off,
-				cairn_strerror((int)n));
+			raw_read_err(c, b->image, off, (int)n);
 			return (int)n;
 		}
 		res->bytes += (uint64_t)n;
@@ -108,8 +115,7 @@ static int raw_read_all(const struct bench *b, struct cairn_cache *c, char *buf,
 		ssize_t n = cairn_cache_read(c, buf, b->bs, off, &h);
 
 		if (n <= 0) {
-			cli_err("bench", "%s: read at %" PRIu64 ": %s", b->image, off,
-				cairn_strerror(n < 0 ? (int)n : -EIO));
+			raw_read_err(c, b->image, off, n < 0 ? (int)n : -EIO);
 			return n < 0 ? (int)n : -EIO;
 		}
 		res->bytes += (uint64_t)n;

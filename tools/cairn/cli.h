@@ -64,9 +64,17 @@ void cli_open_err(const char *cmd, const char *path, int rc, const char *why);
  * NULL. The caller closes it with cairn_stack_close(). */
 struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 				   const struct cli_image_opts *o);
+/* ": DEVICE: bytes A-B: CAUSE" into out after an -EIO (err) that a device of
+ * the stack under dev recorded (cairn_bdev_last_error), the device's name left
+ * out when it is image, which the message names already; else "". */
+#define CLI_DEV_WHY_LEN (2 * CAIRN_BDEV_ERROR_TEXT + 80)
+void cli_dev_why(struct cairn_bdev *dev, const char *image, int err, char *out, size_t len);
+/* The same for the failure e. */
+void cli_dev_error_text(const struct cairn_bdev_error *e, const char *image, char *out,
+			size_t len);
 /* Report an error from a call on an open image: "cairn <cmd>: IMAGE: corrupt
  * image: <reason> (<what>)" for corruption, else "cairn <cmd>: IMAGE: <what>:
- * <strerror>". what may be NULL. */
+ * <strerror>[: <cli_dev_why>]". what may be NULL. */
 void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
 		 int err);
 /* A remote-image option (connections, timeout, retries, mirror, proxy, cacert,

@@ -429,19 +429,40 @@ struct cairn_stack *cli_open_image(const char *cmd, const char *path,
 	return stack;
 }
 
+void cli_dev_error_text(const struct cairn_bdev_error *e, const char *image, char *out,
+			size_t len)
+{
+	char text[2 * CAIRN_BDEV_ERROR_TEXT + 64];
+
+	cairn_bdev_error_format(e, text, sizeof(text));
+	snprintf(out, len, ": %s", cli_why_tail(image, text));
+}
+
+void cli_dev_why(struct cairn_bdev *dev, const char *image, int err, char *out, size_t len)
+{
+	struct cairn_bdev_error e;
+
+	out[0] = '\0';
+	if ((err == -EIO || err == -CAIRN_EDIGEST) && dev && cairn_bdev_last_error(dev, &e) == 1)
+		cli_dev_error_text(&e, image, out, len);
+}
+
 void cli_img_err(const char *cmd, const char *image, struct cairn_image *img, const char *what,
 		 int err)
 {
 	const char *why = err == -CAIRN_ECORRUPT ? cairn_image_corruption(img) : NULL;
+	char dev[CLI_DEV_WHY_LEN];
 
+	cli_dev_why(img ? cairn_cache_bdev(cairn_image_cache(img)) : NULL, image, err, dev,
+		    sizeof(dev));
 	if (why && what)
 		cli_err(cmd, "%s: %s: %s (%s)", image, cairn_strerror(err), why, what);
 	else if (why)
 		cli_err(cmd, "%s: %s: %s", image, cairn_strerror(err), why);
 	else if (what)
-		cli_err(cmd, "%s: %s: %s", image, what, cairn_strerror(err));
+		cli_err(cmd, "%s: %s: %s%s", image, what, cairn_strerror(err), dev);
 	else
-		cli_err(cmd, "%s: %s", image, cairn_strerror(err));
+		cli_err(cmd, "%s: %s%s", image, cairn_strerror(err), dev);
 }
 
 void cli_print_stats(const struct cli_image_opts *o, struct cairn_stack *stack)

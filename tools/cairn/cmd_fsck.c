@@ -129,11 +129,12 @@ int cmd_fsck(int argc, char **argv)
 	if (problems >= 0 && pinned.has_root && root_differs(img, pinned.root, pos[0]))
 		problems++;
 	cli_print_stats(&o, stack);
-	cairn_stack_close(stack);
 	if (problems < 0) {
-		cli_err("fsck", "%s: cannot check: %s", pos[0], cairn_strerror((int)problems));
+		cli_img_err("fsck", pos[0], img, "cannot check", (int)problems);
+		cairn_stack_close(stack);
 		return FSCK_EXIT_UNREADABLE;
 	}
+	cairn_stack_close(stack);
 	if (problems) {
 		printf("%s: %ld problem%s found\n", pos[0], problems, problems == 1 ? "" : "s");
 		return FSCK_EXIT_PROBLEMS;

@@ -984,6 +984,7 @@ int daemon_mount(const struct mount_opts *o)
 	cf.o = o;
 	pthread_mutex_init(&cf.init_lock, NULL);
 	pthread_mutex_init(&cf.bad_lock, NULL);
+	pthread_mutex_init(&cf.io_lock, NULL);
 	pthread_cond_init(&cf.init_cond, NULL);
 	if (check_mountpoint(o->mountpoint, abs))
 		return 1;

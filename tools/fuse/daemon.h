@@ -64,6 +64,12 @@ struct daemon {
 	uint64_t bad_keys[64][2];
 	unsigned bad_n;
 	uint64_t bad_reads;             /* reads answered EIO for a mismatch (atomic) */
+	/* The device failure last logged (fuse_ops.c, log_io_error): a cause is
+	 * logged once, and again at most every DAEMON_IO_LOG_NS with the count. */
+	pthread_mutex_t io_lock;
+	char io_cause[2 * CAIRN_BDEV_ERROR_TEXT];  /* device and cause, no range */
+	uint64_t io_count;              /* that device's failures when logged */
+	uint64_t io_logged_ns;          /* CLOCK_MONOTONIC */
 	int to_syslog;                  /* detached: stderr is /dev/null, so log there */
 };
 

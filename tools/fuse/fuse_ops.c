@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include "daemon.h"
+#include "../cairn/cli.h"
 
 #define RO_TIMEOUT 86400.0
 #define RW_TIMEOUT 1.0
@@ -44,6 +45,50 @@ static int to_errno(long rc)
 	if (rc == -CAIRN_ECORRUPT || rc == -CAIRN_EDIGEST)
 		return EIO;
 	return rc < 0 ? (int)-rc : EIO;
+}
+
+#define DAEMON_IO_LOG_NS (10 * 1000000000ull)
+#define DAEMON_IO_NEW_CAUSE_NS 1000000000ull /* causes that keep changing: 1 line/s */
+
+/* After an EIO: the cause the image's device recorded, logged once; the same
+ * cause again at most every DAEMON_IO_LOG_NS, a new one at most every
+ * DAEMON_IO_NEW_CAUSE_NS (a server gone answers every read of every
+ * application with one; short reads give causes that differ only in counts). The
+ * application gets a bare EIO; this is for whoever reads the log. */
+static void log_io_error(struct daemon *cf)
+{
+	struct cairn_bdev_error e;
+	char key[sizeof(cf->io_cause)], text[CLI_DEV_WHY_LEN];
+	int log;
+
+	if (!cf->stack || cairn_stack_last_error(cf->stack, &e) != 1)
+		return;
+	if (snprintf(key, sizeof(key), "%s\n%s", e.device, e.cause) < 0)
+		return;
+	pthread_mutex_lock(&cf->io_lock);
+	log = e.count != cf->io_count &&
+	      (e.when_ns - cf->io_logged_ns >= DAEMON_IO_LOG_NS ||
+	       (strcmp(key, cf->io_cause) && e.when_ns - cf->io_logged_ns >= DAEMON_IO_NEW_CAUSE_NS));
+	if (log) {
+		memcpy(cf->io_cause, key, sizeof(key));
+		cf->io_count = e.count;
+		cf->io_logged_ns = e.when_ns;
+	}
+	pthread_mutex_unlock(&cf->io_lock);
+	if (!log)
+		return;
+	cli_dev_error_text(&e, cf->o->image, text, sizeof(text));
+	daemon_log(cf, "cairn: %s%s (EIO to the application; %llu failure%s of this device "
+		   "in all)", cf->o->image, text, (unsigned long long)e.count,
+		   e.count == 1 ? "" : "s");
+}
+
+/* to_errno(), logging why when it is an EIO from the image's device. */
+static int err_of(fuse_req_t req, long rc)
+{
+	if (rc == -EIO)
+		log_io_error(ctx_of(req));
+	return to_errno(rc);
 }
 
 static void cred_of(fuse_req_t req, struct cairn_cred *c)
@@ -99,7 +144,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct cairn_ns_entry *e)
 	struct fuse_entry_param fe;
 
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	to_entry(e, &fe);
@@ -171,7 +216,7 @@ static void daemon_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	int rc = cairn_ns_getattr(ctx_of(req)->ns, ino, &e);
 
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	to_stat(&e.st, &st);
@@ -238,7 +283,7 @@ static void daemon_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	cred_of(req, &cred);
 	rc = cairn_ns_setattr(ctx_of(req)->ns, ino, &sa, &cred, &e);
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	to_stat(&e.st, &st);
@@ -251,7 +296,7 @@ static void daemon_readlink(fuse_req_t req, fuse_ino_t ino)
 	ssize_t n = cairn_ns_readlink(ctx_of(req)->ns, ino, buf, PATH_MAX);
 
 	if (n < 0) {
-		fuse_reply_err(req, to_errno(n));
+		fuse_reply_err(req, err_of(req, n));
 		return;
 	}
 	buf[n] = 0;
@@ -301,7 +346,7 @@ static void daemon_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 static void reply_rc(fuse_req_t req, long rc)
 {
-	fuse_reply_err(req, rc ? to_errno(rc) : 0);
+	fuse_reply_err(req, rc ? err_of(req, rc) : 0);
 }
 
 static void daemon_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -369,7 +414,7 @@ static void daemon_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	rc = open_file(req, ino, fi, fi->flags);
 
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
@@ -403,13 +448,13 @@ static void daemon_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		flags = fi->flags;
 	}
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	rc = open_file(req, e.node, fi, flags);
 	if (rc) {
 		cairn_ns_forget(cf->ns, e.node, 1);
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	to_entry(&e, &fe);
@@ -552,7 +597,7 @@ static void daemon_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (rc == -CAIRN_EDIGEST)
 		log_mismatch(cf, ino, off, size);
 	if (!r.replied)
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 	else if (traced && from_image)
 		trace_read(cf->trace, path, (uint64_t)off, size);
 }
@@ -576,7 +621,7 @@ static void daemon_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 	if (n > 0 && sid)
 		fuse_lowlevel_notify_inval_inode(cf->se, ino, -1, 0);
 	if (n < 0)
-		fuse_reply_err(req, to_errno(n));
+		fuse_reply_err(req, err_of(req, n));
 	else
 		fuse_reply_write(req, (size_t)n);
 }
@@ -604,7 +649,7 @@ static void daemon_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	}
 	r = cairn_ns_lseek(ctx_of(req)->ns, ino, off, whence);
 	if (r < 0)
-		fuse_reply_err(req, to_errno(r));
+		fuse_reply_err(req, err_of(req, r));
 	else
 		fuse_reply_lseek(req, r);
 }
@@ -623,7 +668,7 @@ static void daemon_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	rc = cairn_ns_getattr(ctx_of(req)->ns, ino, &e);
 
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	if (!S_ISDIR(e.st.mode)) {
@@ -754,7 +799,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	/* Entries already added stand (the kernel takes their references); an error
 	 * only counts when nothing could be listed. */
 	if (rc && d.used == 0)
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
@@ -800,7 +845,7 @@ static void daemon_statfs(fuse_req_t req, fuse_ino_t ino)
 	int rc = cairn_ns_statfs(ctx_of(req)->ns, &s);
 
 	if (rc) {
-		fuse_reply_err(req, to_errno(rc));
+		fuse_reply_err(req, err_of(req, rc));
 		return;
 	}
 	memset(&v, 0, sizeof(v));
@@ -821,7 +866,7 @@ static void daemon_statfs(fuse_req_t req, fuse_ino_t ino)
 static void reply_xattr_value(fuse_req_t req, size_t size, ssize_t n, const void *buf)
 {
 	if (n < 0)
-		fuse_reply_err(req, to_errno(n));
+		fuse_reply_err(req, err_of(req, n));
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
 	else

@@ -213,6 +213,21 @@ static void test_parallel(void **state)
 	cairn_bdev_close(d);
 }
 
+/* The device's last failure: its URL, the range asked and a cause holding want. */
+static void check_last_error(struct cairn_bdev *d, const char *url, uint64_t off, uint64_t len,
+			     const char *want)
+{
+	struct cairn_bdev_error e;
+
+	assert_int_equal(cairn_bdev_last_error(d, &e), 1);
+	assert_int_equal(e.err, -EIO);
+	assert_string_equal(e.device, url);
+	assert_int_equal(e.off, off);
+	assert_int_equal(e.len, len);
+	if (!strstr(e.cause, want))
+		fail_msg("cause '%s' lacks '%s'", e.cause, want);
+}
+
 static void test_changed(void **state)
 {
 	struct fx *f = *state;
@@ -224,6 +239,7 @@ static void test_changed(void **state)
 	assert_int_equal(rc, 0);
 	set_mode(f, "etag=v2");
 	assert_int_equal(cairn_bdev_read(d, b, sizeof(b), 500000), -EIO);
+	check_last_error(d, f->url, 500000, sizeof(b), "the image changed on the server (validator)");
 	set_mode(f, "size=2000000");
 	assert_int_equal(cairn_bdev_read(d, b, sizeof(b), 500000), -EIO);
 	assert_int_equal(cairn_bdev_read(d, b, sizeof(b), 2500000), -EIO); /* past the new end */
@@ -249,10 +265,12 @@ static void test_retries_and_timeout(void **state)
 		check(d, f->data, 4096, 300000 + 10000 * (uint64_t)i);
 	set_mode(f, "error=1");              /* always: EIO after 3 retries */
 	assert_int_equal(cairn_bdev_read(d, b, sizeof(b), 400000), -EIO);
+	check_last_error(d, f->url, 400000, sizeof(b), "HTTP 503 (after 3 retries)");
 	assert_int_equal(cairn_bdev_http_stats(d, &st), 0);
 	assert_true(st.retries >= 5);
 	set_mode(f, "hang");                 /* never answers: EIO at the 1 s deadline */
 	assert_int_equal(cairn_bdev_read(d, b, sizeof(b), 600000), -EIO);
+	check_last_error(d, f->url, 600000, sizeof(b), "(timed out after 1000 ms");
 	assert_int_equal(cairn_bdev_http_stats(d, &st), 0);
 	assert_true(st.timeouts >= 1);
 	set_mode(f, NULL);

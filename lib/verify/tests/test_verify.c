@@ -342,6 +342,7 @@ static void test_bad_granule_alone(void **state)
 	struct cairn_stack *stk;
 	struct cairn_image *img;
 	struct cairn_verify_stats vs;
+	struct cairn_bdev_error e;
 	static uint8_t buf[40000];
 	const size_t size = g_sizes[3];
 	uint64_t lo, hi;
@@ -368,6 +369,12 @@ static void test_bad_granule_alone(void **state)
 	assert_int_equal(cairn_bdev_verify_stats(cairn_cache_bdev(cairn_image_cache(img)), &vs), 0);
 	assert_true(vs.mismatches >= 4);
 	assert_int_equal(vs.first_bad_off, lo + 3 * 4096);
+	/* The mismatch is recorded as the failure, named by the file under it. */
+	assert_int_equal(cairn_image_last_error(img, &e), 1);
+	assert_int_equal(e.err, -CAIRN_EDIGEST);
+	assert_int_equal(e.off, lo + 3 * 4096);
+	assert_string_equal(e.device, f->img);
+	assert_non_null(strstr(e.cause, "does not match its SHA-256 digest"));
 	cairn_stack_close(stk);
 	/* Without verification the bad byte is served: that is what "none" means. */
 	o.verify.off = 1;
