@@ -58,7 +58,7 @@ done
 
 # 1b. An EIO says why, once: the image's path (the file under the fault device),
 # the byte range and the cause, in one line; exit 1.
-"$CAIRN" cat $CACHE --fault-nth 2 "$W/img" /big >/dev/null 2>"$W/err" && fail "cat: fault 2 did not fire"
+"$CAIRN" cat $CACHE --fault-nth 2 --fault-persistent "$W/img" /big >/dev/null 2>"$W/err" && fail "cat: fault 2 did not fire"
 [ "$(grep -c . "$W/err")" -eq 1 ] || fail "cat EIO: not one line: $(cat "$W/err")"
 grep -q "^cairn cat: $W/img: /big: Input/output error: bytes [0-9]*-[0-9]*: injected fault: EIO$" "$W/err" ||
   fail "cat EIO: the range and cause not named: $(cat "$W/err")"
