@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <cairn/error.h>
 #include "bdev/errslot.h"
 
 int errslot_init(struct errslot *s, const char *device)
@@ -88,8 +89,8 @@ void cairn_bdev_error_format(const struct cairn_bdev_error *e, char *text, size_
 	else if (e->len)
 		snprintf(text, len, "%s: bytes %" PRIu64 "-%" PRIu64 ": %s",
 			 e->device[0] ? e->device : "device", e->off, e->off + e->len - 1,
-			 e->cause[0] ? e->cause : strerror(-e->err));
+			 e->cause[0] ? e->cause : cairn_strerror(e->err));
 	else
 		snprintf(text, len, "%s: %s", e->device[0] ? e->device : "device",
-			 e->cause[0] ? e->cause : strerror(-e->err));
+			 e->cause[0] ? e->cause : cairn_strerror(e->err));
 }

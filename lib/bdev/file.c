@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cairn/bdev.h>
+#include <cairn/error.h>
 #include "bdev/errslot.h"
 
 #define DIRECT_ALIGN 4096u
@@ -72,7 +73,7 @@ static ssize_t file_read(struct cairn_bdev *dev, void *buf, size_t len, uint64_t
 
 	/* cairn_bdev_read() clipped len to the size: short means the file shrank. */
 	if (n < 0)
-		errslot_set(&f->err, (int)n, off, len, "%s", strerror((int)-n));
+		errslot_set(&f->err, (int)n, off, len, "%s", cairn_strerror((int)n));
 	else if ((size_t)n < len)
 		errslot_set(&f->err, -EIO, off, len, "short read: %zd of %zu bytes (the file "
 			    "shrank under the image's size of %" PRIu64 ")", n, len, dev->size);
