@@ -113,6 +113,9 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino);
 /* The kernel forgot an inode of image file image_ino, and its pages with it: the
  * next push_file of that file queues it again. */
 void push_forgotten(struct push *p, uint64_t image_ino);
+/* Whether any file was queued whole (push_file): else a FORGET has nothing to
+ * undo, and its node's attributes need not be looked up to find out. */
+int push_remembers_files(struct push *p);
 /* Queues chunk range [lo, hi) of node (an image file): the rest of a compressed
  * chunk a read just decompressed, or of an uncompressed segment a random read
  * just fetched (cairn_ns_chunk_span), stored after hot ranges and then delivered

@@ -189,8 +189,8 @@ static void forget_node(struct daemon *cf, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct cairn_ns_entry e;
 
-	if (cf->push && cairn_ns_getattr(cf->ns, ino, &e) == 0 && S_ISREG(e.st.mode) &&
-	    (e.flags & CAIRN_NS_E_IMMUTABLE))
+	if (push_remembers_files(cf->push) && cairn_ns_getattr(cf->ns, ino, &e) == 0 &&
+	    S_ISREG(e.st.mode) && (e.flags & CAIRN_NS_E_IMMUTABLE))
 		push_forgotten(cf->push, e.st.ino);
 	cairn_ns_forget(cf->ns, ino, nlookup);
 }

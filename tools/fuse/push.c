@@ -411,6 +411,18 @@ void push_file(struct push *p, uint64_t node, uint64_t image_ino)
 	free(f.v);
 }
 
+int push_remembers_files(struct push *p)
+{
+	size_t n;
+
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	n = p->seen_count;
+	pthread_mutex_unlock(&p->lock);
+	return n > 0;
+}
+
 void push_forgotten(struct push *p, uint64_t image_ino)
 {
 	if (!p || !image_ino)
